@@ -1,0 +1,187 @@
+// Queue bank: ports x queues of FIFO packet storage with occupancy, counters
+// and non-empty masks, owned by the framework on behalf of a router.
+//
+// Principles
+//  - Each queue is a power-of-two ring of Packets; storage is allocated once
+//    (untouched pages cost nothing) and never grows on the fast path.
+//  - Masks make scheduling O(1): one bit per non-empty queue of a port (<= 64
+//    queues), one bit per port with any backlog.
+//  - push/pop/pop_at count enqueued/dequeued; evictions are counted by Verdicts.
+//  - The bank knows the current timeslot (set by the router each timeslot) so
+//    it can record when a queue went idle (RED's idle-time decay needs that).
+#pragma once
+
+#include <cassert>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "api/packet.h"
+#include "api/queue_counters.h"
+
+namespace flexplane {
+
+class QueueBank {
+ public:
+  QueueBank() = default;
+  QueueBank(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts) {
+    reset(num_ports, queues_per_port, capacity_pkts);
+  }
+
+  void reset(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts) {
+    assert(queues_per_port >= 1 && queues_per_port <= kMaxQueuesPerPort);
+    num_ports_ = num_ports;
+    queues_per_port_ = queues_per_port;
+    capacity_ = capacity_pkts;
+    uint32_t ring = 1;
+    while (ring < capacity_pkts) ring <<= 1;
+    ring_mask_ = ring - 1;
+    ring_shift_ = 0;
+    while ((1u << ring_shift_) < ring) ++ring_shift_;
+    const size_t nq = static_cast<size_t>(num_ports) * queues_per_port;
+    // Default-initialised: large banks stay virtual until touched.
+    slots_.reset(new Packet[nq << ring_shift_]);
+    queues_.assign(nq, QueueState{});
+    counters_.assign(nq, QueueCounters{});
+    port_masks_.assign(num_ports, 0);
+    port_packets_.assign(num_ports, 0);
+    nonempty_ports_.assign((num_ports + 63) / 64, 0);
+  }
+
+  uint16_t num_ports() const { return num_ports_; }
+  uint16_t queues_per_port() const { return queues_per_port_; }
+  uint32_t capacity_pkts() const { return capacity_; }
+
+  uint32_t packets(PortId port, QueueId q) const { return queue(port, q).count; }
+  uint64_t bytes(PortId port, QueueId q) const { return queue(port, q).bytes; }
+  uint32_t port_packets(PortId port) const { return port_packets_[port]; }
+  bool empty(PortId port, QueueId q) const { return queue(port, q).count == 0; }
+  bool full(PortId port, QueueId q) const { return queue(port, q).count >= capacity_; }
+  // Bit q set when queue q of `port` holds packets.
+  uint64_t nonempty_queues(PortId port) const { return port_masks_[port]; }
+  // Timeslot at which the queue last became empty (0 if never used).
+  Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
+
+  // Append to the tail. Returns false (and changes nothing) when the queue is at
+  // capacity; the framework then drops the packet with Reason::kBankOverflow.
+  bool push(PortId port, QueueId q, const Packet& p) {
+    QueueState& s = queue(port, q);
+    if (s.count >= capacity_) return false;
+    slot(port, q, s.head + s.count) = p;
+    ++s.count;
+    s.bytes += p.size_bytes;
+    port_masks_[port] |= 1ull << q;
+    if (port_packets_[port]++ == 0) nonempty_ports_[port >> 6] |= 1ull << (port & 63);
+    ++counters(port, q).enqueued;
+    return true;
+  }
+
+  // Head of the queue; precondition: !empty(port, q). index counts from the head.
+  const Packet& peek(PortId port, QueueId q, uint32_t index = 0) const {
+    assert(index < queue(port, q).count);
+    return slot(port, q, queue(port, q).head + index);
+  }
+  Packet& peek_mut(PortId port, QueueId q, uint32_t index = 0) {
+    assert(index < queue(port, q).count);
+    return slot(port, q, queue(port, q).head + index);
+  }
+
+  // Dequeue the head (counted as dequeued); precondition: !empty(port, q).
+  Packet pop(PortId port, QueueId q) {
+    QueueState& s = queue(port, q);
+    assert(s.count > 0);
+    Packet p = slot(port, q, s.head);
+    ++s.head;
+    after_remove(port, q, s, p);
+    ++counters(port, q).dequeued;
+    return p;
+  }
+
+  // Dequeue the packet `index` places behind the head (counted as dequeued).
+  Packet pop_at(PortId port, QueueId q, uint32_t index) {
+    Packet p = remove_at(port, q, index);
+    ++counters(port, q).dequeued;
+    return p;
+  }
+
+  // Remove without counting: for Verdicts::evict, which counts the drop.
+  Packet remove_at(PortId port, QueueId q, uint32_t index) {
+    QueueState& s = queue(port, q);
+    assert(index < s.count);
+    Packet p = slot(port, q, s.head + index);
+    // Close the gap from the nearer end: O(min(index, count - index)).
+    if (index < s.count / 2) {
+      for (uint32_t i = index; i > 0; --i) slot(port, q, s.head + i) = slot(port, q, s.head + i - 1);
+      ++s.head;
+    } else {
+      for (uint32_t i = index; i + 1 < s.count; ++i) slot(port, q, s.head + i) = slot(port, q, s.head + i + 1);
+    }
+    after_remove(port, q, s, p);
+    return p;
+  }
+
+  QueueCounters& counters(PortId port, QueueId q) { return counters_[index(port, q)]; }
+  const QueueCounters& counters(PortId port, QueueId q) const { return counters_[index(port, q)]; }
+
+  // Iterate ports with backlog, in increasing port order: fn(PortId).
+  template <class Fn>
+  void for_each_nonempty_port(Fn&& fn) const {
+    for (size_t w = 0; w < nonempty_ports_.size(); ++w) {
+      uint64_t bits = nonempty_ports_[w];
+      while (bits) {
+        const unsigned b = __builtin_ctzll(bits);
+        bits &= bits - 1;
+        fn(static_cast<PortId>(w * 64 + b));
+      }
+    }
+  }
+
+  void set_now(Timeslot now) { now_ = now; }
+  Timeslot now() const { return now_; }
+
+ private:
+  struct QueueState {
+    uint32_t head = 0;  // free-running; masked on access
+    uint32_t count = 0;
+    uint64_t bytes = 0;
+    Timeslot idle_since = 0;
+  };
+
+  size_t index(PortId port, QueueId q) const {
+    assert(port < num_ports_ && q < queues_per_port_);
+    return static_cast<size_t>(port) * queues_per_port_ + q;
+  }
+  QueueState& queue(PortId port, QueueId q) { return queues_[index(port, q)]; }
+  const QueueState& queue(PortId port, QueueId q) const { return queues_[index(port, q)]; }
+  Packet& slot(PortId port, QueueId q, uint32_t pos) {
+    return slots_[(index(port, q) << ring_shift_) + (pos & ring_mask_)];
+  }
+  const Packet& slot(PortId port, QueueId q, uint32_t pos) const {
+    return slots_[(index(port, q) << ring_shift_) + (pos & ring_mask_)];
+  }
+
+  void after_remove(PortId port, QueueId q, QueueState& s, const Packet& p) {
+    --s.count;
+    s.bytes -= p.size_bytes;
+    if (s.count == 0) {
+      s.idle_since = now_;
+      port_masks_[port] &= ~(1ull << q);
+    }
+    if (--port_packets_[port] == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
+  }
+
+  uint16_t num_ports_ = 0;
+  uint16_t queues_per_port_ = 0;
+  uint32_t capacity_ = 0;
+  uint32_t ring_mask_ = 0;
+  uint32_t ring_shift_ = 0;
+  Timeslot now_ = 0;
+  std::unique_ptr<Packet[]> slots_;
+  std::vector<QueueState> queues_;
+  std::vector<QueueCounters> counters_;
+  std::vector<uint64_t> port_masks_;
+  std::vector<uint32_t> port_packets_;
+  std::vector<uint64_t> nonempty_ports_;
+};
+
+}  // namespace flexplane

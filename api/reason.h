@@ -1,0 +1,38 @@
+// Named reasons for every drop and ECN mark. The framework counts events per
+// (port, queue, reason); schemes only choose the reason.
+#pragma once
+
+#include <cstdint>
+
+namespace flexplane {
+
+enum class Reason : uint8_t {
+  kQueueFull = 0,       // tail drop: the queue is at its limit
+  kAboveThreshold,      // queue longer than a fixed threshold (DCTCP K)
+  kAqmEarly,            // probabilistic early drop/mark (RED)
+  kAqmForced,           // RED average above max threshold
+  kPhantomQueue,        // HULL phantom queue above its threshold
+  kLowestPriority,      // pFabric: evicted as the least urgent packet
+  kNoRoute,             // destination unknown to the routing table
+  kBankOverflow,        // queue bank storage exhausted (scheme allowed more)
+  kCount
+};
+
+inline constexpr unsigned kNumReasons = static_cast<unsigned>(Reason::kCount);
+
+inline const char* reason_name(Reason r) {
+  switch (r) {
+    case Reason::kQueueFull: return "queue_full";
+    case Reason::kAboveThreshold: return "above_threshold";
+    case Reason::kAqmEarly: return "aqm_early";
+    case Reason::kAqmForced: return "aqm_forced";
+    case Reason::kPhantomQueue: return "phantom_queue";
+    case Reason::kLowestPriority: return "lowest_priority";
+    case Reason::kNoRoute: return "no_route";
+    case Reason::kBankOverflow: return "bank_overflow";
+    case Reason::kCount: break;
+  }
+  return "unknown";
+}
+
+}  // namespace flexplane

@@ -1,0 +1,44 @@
+// The generic router API: a router consumes the packets that arrive in a
+// timeslot and emits at most one packet per output port per timeslot.
+//
+// Most schemes never implement this directly: PatternRouter (api/pattern_router.h)
+// composes route -> classify -> enqueue -> schedule. Schemes that do not fit the
+// pattern (e.g. a shared-buffer switch) implement Router and register with
+// FLEXPLANE_REGISTER_ROUTER.
+#pragma once
+
+#include <cstdint>
+
+#include "api/packet.h"
+#include "api/queue_bank.h"
+#include "api/routing_table.h"
+#include "api/verdicts.h"
+
+namespace flexplane {
+
+struct RouterEnv {
+  uint32_t router_id = 0;
+  uint16_t num_ports = 0;
+  uint32_t mtu_bytes = 1500;
+  const RoutingTable* routes = nullptr;  // owned by the engine, outlives the router
+  EventSink* sink = nullptr;             // may be null
+  uint64_t seed = 1;                     // run seed; combine with router_id for streams
+};
+
+class Router {
+ public:
+  virtual ~Router() = default;
+  virtual void bind(const RouterEnv& env) = 0;
+  // Packets arriving at `now`, in input-port order. The router takes them all:
+  // each is queued or dropped (with a reason).
+  virtual void input(Packet* pkts, uint32_t n, Timeslot now) = 0;
+  // Emit at most one packet per output port; returns how many were written.
+  // `out` and `out_ports` have room for num_ports entries.
+  virtual uint32_t output(Timeslot now, Packet* out, PortId* out_ports) = 0;
+  // The framework-owned accounting (occupancy, counters).
+  virtual const QueueBank& bank() const = 0;
+  // Packets dropped before reaching any queue (unknown destination).
+  virtual uint64_t unrouted() const = 0;
+};
+
+}  // namespace flexplane
