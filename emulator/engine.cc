@@ -1,0 +1,313 @@
+#include "emulator/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "api/params.h"
+
+namespace flexplane {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spin briefly, then yield: CI machines may have fewer cores than threads.
+inline void wait_until_at_least(const std::atomic<Timeslot>& value, Timeslot need) {
+  unsigned spins = 0;
+  while (value.load(std::memory_order_acquire) < need) {
+    if (++spins < 128)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
+}
+
+uint32_t next_pow2(uint32_t x) {
+  uint32_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+struct Engine::Node {
+  virtual ~Node() = default;
+  virtual void step(Timeslot now) = 0;
+};
+
+struct Engine::Core {
+  alignas(64) std::atomic<Timeslot> next{0};  // first timeslot not yet finished
+  alignas(64) uint32_t id = 0;
+  std::vector<std::unique_ptr<Node>> nodes;
+  EventLog log;
+  std::vector<OccupancySample> occupancy;
+  uint64_t collisions = 0;
+  // (neighbour, latency): wait for neighbour.next >= t - latency + 1 (it feeds us)
+  std::vector<std::pair<Core*, uint32_t>> upstream;
+  // (neighbour, latency): wait for neighbour.next >= t + latency - window + 1 (we feed it)
+  std::vector<std::pair<Core*, uint32_t>> downstream;
+  explicit Core(bool packet_log) : log(packet_log) {}
+};
+
+struct Engine::RouterNode final : Engine::Node {
+  Router* router = nullptr;
+  uint32_t id = 0;
+  Core* core = nullptr;
+  Timeslot sample_every = 0;
+  std::vector<Link*> in, out;  // per port; null if unconnected
+  std::vector<Packet> batch, sent;
+  std::vector<PortId> sent_ports;
+
+  void step(Timeslot now) override {
+    uint32_t n = 0;
+    for (Link* l : in)
+      if (l && l->take(now, batch[n])) ++n;
+    router->input(batch.data(), n, now);
+    const uint32_t m = router->output(now, sent.data(), sent_ports.data());
+    for (uint32_t i = 0; i < m; ++i) {
+      const PortId p = sent_ports[i];
+      if (__builtin_expect(p >= out.size() || !out[p] || !out[p]->put(now, sent[i]), 0)) ++core->collisions;
+    }
+    if (sample_every && now % sample_every == 0) {
+      const QueueBank& b = router->bank();
+      for (PortId p = 0; p < b.num_ports(); ++p) {
+        uint64_t bytes = 0;
+        for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(p, q);
+        core->occupancy.push_back(OccupancySample{now, id, p, b.port_packets(p), bytes});
+      }
+    }
+  }
+};
+
+struct Engine::EndpointGroupNode final : Engine::Node {
+  std::unique_ptr<TrafficSource> source;
+  std::unique_ptr<TrafficSink> sink;
+  std::vector<Link*> up, down;  // per local endpoint
+  std::vector<Packet> batch, sent;
+  std::vector<uint32_t> sent_local;
+
+  void step(Timeslot now) override {
+    uint32_t n = 0;
+    for (Link* l : down)
+      if (l->take(now, batch[n])) ++n;
+    if (n) sink->deliver(batch.data(), n, now);
+    const uint32_t m = source->emit(now, sent.data(), sent_local.data());
+    for (uint32_t i = 0; i < m; ++i) up[sent_local[i]]->put(now, sent[i]);
+  }
+};
+
+Engine::Engine(Topology topology, std::vector<std::unique_ptr<Router>> routers, Traffic& traffic,
+               EngineOptions options)
+    : topology_(std::move(topology)), routers_(std::move(routers)), options_(std::move(options)) {
+  if (routers_.size() != topology_.routers.size())
+    throw ConfigError("engine: " + std::to_string(routers_.size()) + " routers given for a topology of " +
+                      std::to_string(topology_.routers.size()));
+  if (options_.cores < 1 || options_.cores > 256) throw ConfigError("engine: cores must be in [1, 256]");
+  build(traffic);
+}
+
+Engine::~Engine() = default;
+
+void Engine::build(Traffic& traffic) {
+  const uint32_t nr = static_cast<uint32_t>(topology_.routers.size());
+
+  // Core assignment: explicit, or ToRs (with their racks) round-robin, then the rest.
+  router_core_ = options_.router_core;
+  if (router_core_.empty()) {
+    router_core_.assign(nr, 0);
+    uint32_t next = 0;
+    for (int pass = 0; pass < 2; ++pass)
+      for (uint32_t r = 0; r < nr; ++r) {
+        const bool has_endpoints = topology_.routers[r].tier == "tor";
+        if (has_endpoints == (pass == 0)) router_core_[r] = next++ % options_.cores;
+      }
+  }
+  if (router_core_.size() != nr) throw ConfigError("engine: router_core must name a core for every router");
+  for (uint32_t c : router_core_)
+    if (c >= options_.cores) throw ConfigError("engine: router assigned to core " + std::to_string(c) + " of " +
+                                               std::to_string(options_.cores));
+
+  uint32_t max_latency = topology_.endpoint_latency_timeslots;
+  for (const auto& l : topology_.router_links) max_latency = std::max(max_latency, l.latency_timeslots);
+  window_ = next_pow2(max_latency + options_.max_lead_timeslots + 2);
+
+  for (uint32_t c = 0; c < options_.cores; ++c) {
+    cores_.push_back(std::make_unique<Core>(options_.packet_log));
+    cores_.back()->id = c;
+  }
+
+  auto new_link = [&](uint32_t latency) {
+    links_.push_back(std::make_unique<Link>());
+    links_.back()->init(latency, window_);
+    return links_.back().get();
+  };
+
+  std::vector<RouterNode*> rnodes(nr);
+  for (uint32_t r = 0; r < nr; ++r) {
+    const auto& spec = topology_.routers[r];
+    auto node = std::make_unique<RouterNode>();
+    node->router = routers_[r].get();
+    node->id = r;
+    node->core = cores_[router_core_[r]].get();
+    node->sample_every = options_.occupancy_interval;
+    node->in.assign(spec.num_ports, nullptr);
+    node->out.assign(spec.num_ports, nullptr);
+    node->batch.resize(spec.num_ports);
+    node->sent.resize(spec.num_ports);
+    node->sent_ports.resize(spec.num_ports);
+    RouterEnv env;
+    env.router_id = r;
+    env.num_ports = spec.num_ports;
+    env.mtu_bytes = options_.mtu_bytes;
+    env.routes = &spec.routes;
+    env.sink = &node->core->log;
+    env.seed = options_.seed;
+    routers_[r]->bind(env);
+    rnodes[r] = node.get();
+    node->core->nodes.push_back(std::move(node));
+  }
+
+  // Cross-core constraints, strongest per neighbour pair.
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> min_latency_into;  // (from, to) -> min latency
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> max_latency_into;
+  auto note_link = [&](uint32_t from_core, uint32_t to_core, uint32_t latency) {
+    if (from_core == to_core) return;
+    auto key = std::make_pair(from_core, to_core);
+    auto it = min_latency_into.find(key);
+    if (it == min_latency_into.end() || latency < it->second) min_latency_into[key] = latency;
+    max_latency_into[key] = std::max(max_latency_into[key], latency);
+  };
+
+  for (const auto& rl : topology_.router_links) {
+    Link* ab = new_link(rl.latency_timeslots);
+    Link* ba = new_link(rl.latency_timeslots);
+    rnodes[rl.a.router]->out.at(rl.a.port) = ab;
+    rnodes[rl.b.router]->in.at(rl.b.port) = ab;
+    rnodes[rl.b.router]->out.at(rl.b.port) = ba;
+    rnodes[rl.a.router]->in.at(rl.a.port) = ba;
+    note_link(router_core_[rl.a.router], router_core_[rl.b.router], rl.latency_timeslots);
+    note_link(router_core_[rl.b.router], router_core_[rl.a.router], rl.latency_timeslots);
+  }
+
+  // One endpoint group per router with endpoints, on that router's core.
+  for (uint32_t r = 0; r < nr; ++r) {
+    const std::vector<EndpointId> group = topology_.endpoints_of(r);
+    if (group.empty()) continue;
+    Core* core = cores_[router_core_[r]].get();
+    auto node = std::make_unique<EndpointGroupNode>();
+    for (EndpointId e : group) {
+      const PortRef at = topology_.endpoint_port[e];
+      Link* up = new_link(topology_.endpoint_latency_timeslots);
+      Link* down = new_link(topology_.endpoint_latency_timeslots);
+      rnodes[r]->in.at(at.port) = up;
+      rnodes[r]->out.at(at.port) = down;
+      node->up.push_back(up);
+      node->down.push_back(down);
+    }
+    node->batch.resize(group.size());
+    node->sent.resize(group.size());
+    node->sent_local.resize(group.size());
+    node->source = traffic.make_source(group);
+    node->sink = traffic.make_sink(group, &core->log);
+    core->nodes.push_back(std::move(node));
+  }
+
+  for (const auto& [key, latency] : min_latency_into)
+    cores_[key.second]->upstream.emplace_back(cores_[key.first].get(), latency);
+  for (const auto& [key, latency] : max_latency_into)
+    cores_[key.first]->downstream.emplace_back(cores_[key.second].get(), latency);
+}
+
+void Engine::run_core(Core& core, Timeslot begin, Timeslot end) {
+  for (Timeslot t = begin; t < end; ++t) {
+    for (const auto& [up, latency] : core.upstream)
+      if (t + 1 > latency) wait_until_at_least(up->next, t + 1 - latency);
+    for (const auto& [down, latency] : core.downstream)
+      if (t + latency + 1 > window_) wait_until_at_least(down->next, t + latency + 1 - window_);
+    for (auto& node : core.nodes) node->step(t);
+    core.next.store(t + 1, std::memory_order_release);
+  }
+}
+
+void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>& progress, double period_s,
+                 CoreLauncher* launcher) {
+  if (end <= now_) return;
+  const Timeslot begin = now_;
+  ThreadLauncher threads;
+  if (!launcher) launcher = &threads;
+  std::vector<std::function<void()>> jobs;
+  for (auto& c : cores_) {
+    if (c->nodes.empty()) {
+      c->next.store(end, std::memory_order_release);
+      continue;
+    }
+    Core* core = c.get();
+    jobs.push_back([this, core, begin, end] { run_core(*core, begin, end); });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto slowest = [&] {
+    Timeslot m = end;
+    for (auto& c : cores_) m = std::min(m, c->next.load(std::memory_order_acquire));
+    return m;
+  };
+  std::function<void()> monitor;
+  if (progress) {
+    monitor = [&] {
+      double last = 0;
+      for (;;) {
+        const Timeslot done = slowest();
+        if (done >= end) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (elapsed() - last >= period_s) {
+          last = elapsed();
+          progress(EngineProgress{slowest() - begin, end - begin, last});
+        }
+      }
+    };
+  }
+  launcher->run(std::move(jobs), monitor);
+  wall_seconds_ += elapsed();
+  now_ = end;
+  if (progress) progress(EngineProgress{end - begin, end - begin, elapsed()});
+}
+
+uint64_t Engine::router_packet_hops() const {
+  uint64_t sum = 0;
+  for (const auto& r : routers_) {
+    const QueueBank& b = r->bank();
+    for (PortId p = 0; p < b.num_ports(); ++p)
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) sum += b.counters(p, q).dequeued;
+  }
+  return sum;
+}
+
+uint64_t Engine::link_collisions() const {
+  uint64_t sum = 0;
+  for (const auto& c : cores_) sum += c->collisions;
+  return sum;
+}
+
+std::vector<PacketEvent> Engine::events() const {
+  std::vector<PacketEvent> all;
+  for (const auto& c : cores_) all.insert(all.end(), c->log.events().begin(), c->log.events().end());
+  sort_events(all);
+  return all;
+}
+
+std::vector<OccupancySample> Engine::occupancy() const {
+  std::vector<OccupancySample> all;
+  for (const auto& c : cores_) all.insert(all.end(), c->occupancy.begin(), c->occupancy.end());
+  std::sort(all.begin(), all.end(), [](const OccupancySample& a, const OccupancySample& b) {
+    return std::tie(a.time, a.router, a.port) < std::tie(b.time, b.router, b.port);
+  });
+  return all;
+}
+
+}  // namespace flexplane

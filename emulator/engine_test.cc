@@ -1,0 +1,196 @@
+#include "emulator/engine.h"
+
+#include <catch2/catch.hpp>
+
+#include "api/rng.h"
+#include "emulator/backlog_traffic.h"
+#include "emulator/flow_traffic.h"
+#include "emulator/router_factory.h"
+
+using namespace flexplane;
+
+namespace {
+
+std::vector<std::unique_ptr<Router>> routers_for(const Topology& t, const std::string& scheme,
+                                                 std::vector<std::pair<std::string, std::string>> qm_params = {}) {
+  std::vector<std::unique_ptr<Router>> out;
+  for (size_t i = 0; i < t.routers.size(); ++i) {
+    RouterSpec spec;
+    spec.where = "test";
+    spec.scheme = scheme;
+    for (auto& [k, v] : qm_params) spec.queue_manager.params.set(k, v);
+    out.push_back(build_router(spec));
+  }
+  return out;
+}
+
+PacketEvent delivered(Timeslot t, uint32_t flow, uint32_t seq, EndpointId src, EndpointId dst) {
+  PacketEvent e;
+  e.time = t;
+  e.flow = flow;
+  e.seq = seq;
+  e.src = src;
+  e.dst = dst;
+  e.kind = PacketEvent::kDelivered;
+  return e;
+}
+
+PacketEvent dropped(Timeslot t, uint32_t flow, uint32_t seq, EndpointId src, EndpointId dst, PortId port) {
+  PacketEvent e = delivered(t, flow, seq, src, dst);
+  e.kind = PacketEvent::kDropped;
+  e.router = 0;
+  e.port = port;
+  e.reason = Reason::kQueueFull;
+  return e;
+}
+
+FlowList random_flows(uint32_t endpoints, uint32_t count, Timeslot horizon, uint64_t seed) {
+  Rng rng(seed);
+  FlowList flows;
+  for (uint32_t i = 0; i < count; ++i) {
+    FlowSpec f;
+    f.src = static_cast<EndpointId>(rng.below(endpoints));
+    do f.dst = static_cast<EndpointId>(rng.below(endpoints));
+    while (f.dst == f.src);
+    f.size_pkts = 1 + rng.below(rng.below(4) == 0 ? 200 : 12);
+    f.start = rng.below(static_cast<uint32_t>(horizon));
+    flows.push_back(f);
+  }
+  std::sort(flows.begin(), flows.end(), [](const FlowSpec& a, const FlowSpec& b) { return a.start < b.start; });
+  for (uint32_t i = 0; i < count; ++i) flows[i].id = i;
+  return flows;
+}
+
+struct RunOutput {
+  std::vector<PacketEvent> events;
+  std::vector<OccupancySample> occupancy;
+  std::vector<FlowState> states;
+  std::vector<QueueCounters> counters;
+};
+
+RunOutput run_leaf_spine(uint32_t cores, const std::string& scheme, uint64_t seed = 7) {
+  Topology topo = make_leaf_spine(3, 8, 2, 1, 1);
+  FlowList flows = random_flows(topo.num_endpoints, 600, 4000, seed);
+  EndpointStamping stamping;
+  stamping.priority = PriorityStamp::kRemainingSize;
+  FlowTraffic traffic(flows, topo.num_endpoints, stamping);
+  EngineOptions opt;
+  opt.cores = cores;
+  opt.packet_log = true;
+  opt.occupancy_interval = 50;
+  opt.seed = seed;
+  Engine engine(topo, routers_for(topo, scheme, {{"capacity_pkts", "16"}}), traffic, opt);
+  engine.run(6000);
+  RunOutput out{engine.events(), engine.occupancy(), traffic.states(), {}};
+  for (uint32_t r = 0; r < engine.num_routers(); ++r) {
+    const QueueBank& b = engine.router(r).bank();
+    for (PortId p = 0; p < b.num_ports(); ++p)
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) out.counters.push_back(b.counters(p, q));
+  }
+  return out;
+}
+
+bool same_counters(const QueueCounters& a, const QueueCounters& b) {
+  return a.arrived == b.arrived && a.enqueued == b.enqueued && a.dequeued == b.dequeued &&
+         a.dropped_on_arrival == b.dropped_on_arrival && a.dropped_from_queue == b.dropped_from_queue &&
+         a.marked == b.marked;
+}
+
+}  // namespace
+
+TEST_CASE("trace replay: two flows into one port give the hand-derived per-packet outcomes", "[engine]") {
+  // 3 endpoints on one ToR, latency 1, DropTail of 2 packets. Flows 0 (0->2)
+  // and 1 (1->2), 3 packets each, start at t=0. Each timeslot the ToR takes in
+  // one packet per flow (port order: flow 0 first) and sends one to endpoint 2:
+  //  t1 queue [0.0 1.0] send 0.0 (arrives t2)
+  //  t2 queue [1.0 0.1], 1.1 dropped (full)   send 1.0 (arrives t3)
+  //  t3 queue [0.1 0.2], 1.2 dropped          send 0.1 (arrives t4)
+  //  t4 send 0.2 (arrives t5).  Flow 0 finishes at t5; flow 1 never does.
+  Topology topo = make_single_rack(3, 1);
+  FlowList flows = {{0, 0, 2, 3, 0}, {1, 1, 2, 3, 0}};
+  FlowTraffic traffic(flows, 3, EndpointStamping{});
+  EngineOptions opt;
+  opt.packet_log = true;
+  Engine engine(topo, routers_for(topo, "droptail", {{"capacity_pkts", "2"}}), traffic, opt);
+  engine.run(20);
+  std::vector<PacketEvent> expected = {
+      delivered(2, 0, 0, 0, 2), dropped(2, 1, 1, 1, 2, 2), delivered(3, 1, 0, 1, 2),
+      dropped(3, 1, 2, 1, 2, 2), delivered(4, 0, 1, 0, 2), delivered(5, 0, 2, 0, 2),
+  };
+  sort_events(expected);
+  REQUIRE(engine.events() == expected);
+  REQUIRE(traffic.finished(0));
+  REQUIRE(traffic.states()[0].finish == 5);
+  REQUIRE_FALSE(traffic.finished(1));
+  REQUIRE(traffic.states()[1].delivered == 1);
+  REQUIRE(engine.router_packet_hops() == 4);
+}
+
+TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][determinism]") {
+  for (const std::string scheme : {"droptail", "pfabric_or_droptail"}) {
+    const std::string s = SchemeRegistry::instance().find("pfabric") && scheme != "droptail" ? "pfabric" : "droptail";
+    const RunOutput one = run_leaf_spine(1, s);
+    REQUIRE(one.events.size() > 1000);
+    uint64_t drops = 0;
+    for (const auto& e : one.events) drops += e.kind == PacketEvent::kDropped;
+    REQUIRE(drops > 0);  // the scenario must exercise drops too
+    for (uint32_t cores : {2u, 3u, 5u}) {
+      INFO("scheme " << s << ", cores " << cores);
+      const RunOutput many = run_leaf_spine(cores, s);
+      REQUIRE(many.events == one.events);
+      REQUIRE(many.occupancy == one.occupancy);
+      REQUIRE(many.states.size() == one.states.size());
+      for (size_t i = 0; i < one.states.size(); ++i) {
+        REQUIRE(many.states[i].delivered == one.states[i].delivered);
+        REQUIRE(many.states[i].finish == one.states[i].finish);
+      }
+      REQUIRE(many.counters.size() == one.counters.size());
+      for (size_t i = 0; i < one.counters.size(); ++i) REQUIRE(same_counters(many.counters[i], one.counters[i]));
+    }
+  }
+}
+
+TEST_CASE("every packet sent is delivered, dropped, or still in the network", "[engine]") {
+  Topology topo = make_leaf_spine(2, 6, 2, 1, 2);
+  FlowList flows = random_flows(topo.num_endpoints, 300, 2000, 3);
+  FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
+  EngineOptions opt;
+  opt.cores = 2;
+  Engine engine(topo, routers_for(topo, "droptail", {{"capacity_pkts", "8"}}), traffic, opt);
+  engine.run(200000);  // long enough for every flow to be sent and the network to drain
+  uint64_t offered = 0, delivered_pkts = 0;
+  for (const auto& f : flows) offered += f.size_pkts;
+  for (const auto& s : traffic.states()) delivered_pkts += s.delivered;
+  const auto events = engine.events();
+  uint64_t drops = events.size();  // packet log off: only drops are recorded
+  for (const auto& e : events) REQUIRE(e.kind == PacketEvent::kDropped);
+  REQUIRE(drops > 0);
+  REQUIRE(offered == delivered_pkts + drops);
+  uint64_t backlog = 0;
+  for (uint32_t r = 0; r < engine.num_routers(); ++r) {
+    const QueueBank& b = engine.router(r).bank();
+    for (PortId p = 0; p < b.num_ports(); ++p) {
+      backlog += b.port_packets(p);
+      const auto& c = b.counters(p, 0);
+      REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
+      REQUIRE(c.enqueued == c.dequeued + c.dropped_from_queue + b.packets(p, 0));
+    }
+  }
+  REQUIRE(backlog == 0);
+  REQUIRE(engine.link_collisions() == 0);
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const bool lost = std::any_of(events.begin(), events.end(), [&](const PacketEvent& e) { return e.flow == i; });
+    REQUIRE(traffic.finished(static_cast<uint32_t>(i)) == !lost);
+  }
+}
+
+TEST_CASE("backlogged all-to-all keeps every ToR port busy every timeslot", "[engine]") {
+  Topology topo = make_single_rack(32, 1);
+  BacklogTraffic traffic;
+  Engine engine(topo, routers_for(topo, "droptail"), traffic, EngineOptions{});
+  engine.run(1000);
+  // Endpoints send from t=0; the ToR forwards from t=1 (one timeslot of latency).
+  REQUIRE(engine.router_packet_hops() == 32u * 999u);
+  REQUIRE(traffic.delivered() == 32u * 998u);
+  REQUIRE(engine.events().empty());
+}

@@ -1,0 +1,150 @@
+#include "emulator/flow_traffic.h"
+
+#include "api/params.h"
+
+namespace flexplane {
+
+PriorityStamp parse_priority_stamp(const std::string& s, const std::string& where) {
+  if (s == "none") return PriorityStamp::kNone;
+  if (s == "flow_size") return PriorityStamp::kFlowSize;
+  if (s == "remaining_size") return PriorityStamp::kRemainingSize;
+  throw ConfigError(where + ": unknown priority stamp '" + s + "' (known: none, flow_size, remaining_size)");
+}
+
+const char* priority_stamp_name(PriorityStamp s) {
+  switch (s) {
+    case PriorityStamp::kNone: return "none";
+    case PriorityStamp::kFlowSize: return "flow_size";
+    case PriorityStamp::kRemainingSize: return "remaining_size";
+  }
+  return "none";
+}
+
+namespace {
+
+class FlowSource final : public TrafficSource {
+ public:
+  FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, uint32_t num_endpoints,
+             EndpointStamping stamping)
+      : flows_(flows), stamping_(stamping), nics_(group.size()) {
+    std::vector<int32_t> local_of(num_endpoints, -1);
+    for (size_t i = 0; i < group.size(); ++i) local_of[group[i]] = static_cast<int32_t>(i);
+    for (const auto& f : flows)  // flows are sorted by start: keep that order
+      if (f.src < num_endpoints && local_of[f.src] >= 0) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of[f.src])});
+  }
+
+  uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
+    while (next_arrival_ < arrivals_.size() && flows_[arrivals_[next_arrival_].flow].start <= now) {
+      const Arrival a = arrivals_[next_arrival_++];
+      Nic& nic = nics_[a.local];
+      if (nic.head == nic.queue.size() && nic.head) {  // reuse storage once drained
+        nic.queue.clear();
+        nic.head = 0;
+      }
+      if (nic.queue.size() == nic.head) active_.push_back(a.local);
+      nic.queue.push_back(a.flow);
+    }
+    uint32_t n = 0;
+    for (size_t i = 0; i < active_.size();) {
+      const uint32_t l = active_[i];
+      Nic& nic = nics_[l];
+      const FlowSpec& f = flows_[nic.queue[nic.head]];
+      Packet& p = out[n];
+      p = Packet{};
+      p.flow = f.id;
+      p.seq = nic.seq;
+      p.src = f.src;
+      p.dst = f.dst;
+      p.size_bytes = stamping_.packet_bytes;
+      p.flags = stamping_.ect ? kFlagEct : 0;
+      p.priority = stamping_.priority == PriorityStamp::kFlowSize        ? f.size_pkts
+                   : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - nic.seq
+                                                                         : 0;
+      local[n++] = l;
+      if (++nic.seq == f.size_pkts) {
+        nic.seq = 0;
+        if (++nic.head == nic.queue.size()) {  // NIC idle: drop from the active list
+          active_[i] = active_.back();
+          active_.pop_back();
+          continue;
+        }
+      }
+      ++i;
+    }
+    return n;
+  }
+
+ private:
+  struct Arrival {
+    uint32_t flow;
+    uint32_t local;
+  };
+  struct Nic {
+    std::vector<uint32_t> queue;  // flow ids, FIFO from head
+    size_t head = 0;
+    uint32_t seq = 0;             // next packet of the head flow
+  };
+  const FlowList& flows_;
+  EndpointStamping stamping_;
+  std::vector<Arrival> arrivals_;
+  size_t next_arrival_ = 0;
+  std::vector<Nic> nics_;
+  std::vector<uint32_t> active_;  // NICs with something to send (order does not affect results)
+};
+
+class FlowSink final : public TrafficSink {
+ public:
+  FlowSink(const FlowList& flows, std::vector<FlowState>& states, EventLog* log, uint64_t* stray)
+      : flows_(flows), states_(states), log_(log), stray_(stray) {}
+
+  void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
+    for (uint32_t i = 0; i < n; ++i) {
+      const Packet& p = pkts[i];
+      if (__builtin_expect(p.flow >= states_.size(), 0)) {
+        ++*stray_;
+        continue;
+      }
+      FlowState& s = states_[p.flow];
+      if (p.ce()) ++s.marked;
+      if (++s.delivered == flows_[p.flow].size_pkts) s.finish = now;
+      if (log_ && log_->log_deliveries()) log_->on_deliver(p, now);
+    }
+  }
+
+ private:
+  const FlowList& flows_;
+  std::vector<FlowState>& states_;
+  EventLog* log_;
+  uint64_t* stray_;
+};
+
+}  // namespace
+
+FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, EndpointStamping stamping)
+    : flows_(flows), num_endpoints_(num_endpoints), stamping_(stamping), states_(flows.size()) {
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const FlowSpec& f = flows[i];
+    if (f.id != i) throw ConfigError("flows: ids must be dense and in order (flow at index " + std::to_string(i) +
+                                     " has id " + std::to_string(f.id) + ")");
+    if (f.src >= num_endpoints || f.dst >= num_endpoints || f.src == f.dst || f.size_pkts == 0)
+      throw ConfigError("flows: flow " + std::to_string(i) + " has a bad source, destination or size");
+    if (i && flows[i - 1].start > f.start) throw ConfigError("flows: flows must be sorted by start time");
+  }
+}
+
+std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
+  return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_);
+}
+
+std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>&, EventLog* log) {
+  stray_storage_.push_back(std::make_unique<uint64_t>(0));
+  return std::make_unique<FlowSink>(flows_, states_, log, stray_storage_.back().get());
+}
+
+uint64_t FlowTraffic::stray_packets() const {
+  uint64_t sum = 0;
+  for (const auto& s : stray_storage_) sum += *s;
+  return sum;
+}
+
+}  // namespace flexplane

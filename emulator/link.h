@@ -1,0 +1,59 @@
+// A one-way link as a timeslot wheel.
+//
+// A link carries at most one abstract packet per timeslot, so instead of a
+// queue with head/tail atomics it is an array indexed by arrival timeslot:
+// the sender writes slot[(t + latency) % W] stamped with the arrival time and
+// the receiver at timeslot t reads slot[t % W] and checks the stamp. Links
+// between cores need no atomics of their own: the per-core watermarks
+// (release/acquire, see engine.cc) order the writes before the reads, and the
+// engine keeps sender and receiver within W - latency timeslots of each other
+// so a slot is never overwritten before it is read.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "api/packet.h"
+
+namespace flexplane {
+
+class Link {
+ public:
+  void init(uint32_t latency, uint32_t window_pow2) {
+    latency_ = latency;
+    mask_ = window_pow2 - 1;
+    slots_.assign(window_pow2, Slot{});
+  }
+
+  // Send `p` at timeslot `now`. Returns false if the link already carries a
+  // packet sent at `now` (a router broke the one-per-port rule): the caller
+  // counts and drops it.
+  bool put(Timeslot now, const Packet& p) {
+    Slot& s = slots_[(now + latency_) & mask_];
+    if (s.stamp == now + latency_) return false;
+    s.stamp = now + latency_;
+    s.pkt = p;
+    return true;
+  }
+
+  // The packet arriving at `now`, if any.
+  bool take(Timeslot now, Packet& out) const {
+    const Slot& s = slots_[now & mask_];
+    if (s.stamp != now) return false;
+    out = s.pkt;
+    return true;
+  }
+
+  uint32_t latency() const { return latency_; }
+
+ private:
+  struct Slot {
+    Timeslot stamp = ~Timeslot{0};
+    Packet pkt{};
+  };
+  std::vector<Slot> slots_;
+  uint64_t mask_ = 0;
+  uint32_t latency_ = 1;
+};
+
+}  // namespace flexplane

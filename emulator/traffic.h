@@ -1,0 +1,42 @@
+// Where abstract packets come from and go to at the endpoints.
+//
+// The engine groups the endpoints of each ToR into one node that runs on the
+// ToR's core. A TrafficSource says what each endpoint's NIC sends in a
+// timeslot (at most one packet per endpoint: the access link's rate); a
+// TrafficSink sees every packet that reaches an endpoint. Implementations:
+// flows from a workload or trace (flow_traffic.h), an always-backlogged
+// all-to-all pattern for benchmarks (backlog_traffic.h), and live endpoints.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "api/packet.h"
+#include "emulator/event_log.h"
+
+namespace flexplane {
+
+class TrafficSource {
+ public:
+  virtual ~TrafficSource() = default;
+  // Write at most one packet per endpoint of the group into out[], with the
+  // endpoint's index within the group in local[]; return the count.
+  virtual uint32_t emit(Timeslot now, Packet* out, uint32_t* local) = 0;
+};
+
+class TrafficSink {
+ public:
+  virtual ~TrafficSink() = default;
+  virtual void deliver(const Packet* pkts, uint32_t n, Timeslot now) = 0;
+};
+
+// Makes the source and sink of one endpoint group (the endpoints of one ToR).
+class Traffic {
+ public:
+  virtual ~Traffic() = default;
+  virtual std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) = 0;
+  virtual std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) = 0;
+};
+
+}  // namespace flexplane
