@@ -1,0 +1,68 @@
+// Engine speed on the reference workload: one rack of 32 endpoints + ToR,
+// every port busy every timeslot (backlogged all-to-all), measured as router
+// packet-hops per second. On N cores the workload is N such racks joined by a
+// spine (so cores really exchange packets) with each rack on its own core.
+//
+// Reported counters:
+//   hops_per_s        router packet-hops per second (all cores)
+//   hops_per_s_core   the same divided by the number of cores
+// Run: make bench   (see docs/performance.md)
+#include <benchmark/benchmark.h>
+
+#include "emulator/backlog_traffic.h"
+#include "emulator/engine.h"
+#include "emulator/router_factory.h"
+
+using namespace flexplane;
+
+namespace {
+
+constexpr uint32_t kEndpointsPerRack = 32;
+constexpr Timeslot kTimeslotsPerIteration = 20000;
+
+std::vector<std::unique_ptr<Router>> make_routers(const Topology& t, const std::string& scheme) {
+  std::vector<std::unique_ptr<Router>> out;
+  for (size_t i = 0; i < t.routers.size(); ++i) {
+    RouterSpec spec;
+    spec.where = "bench";
+    spec.scheme = scheme;
+    out.push_back(build_router(spec));
+  }
+  return out;
+}
+
+void run(benchmark::State& state, const std::string& scheme) {
+  const uint32_t cores = static_cast<uint32_t>(state.range(0));
+  Topology topo = cores == 1 ? make_single_rack(kEndpointsPerRack, 1)
+                             : make_leaf_spine(cores, kEndpointsPerRack, 1, 1, 1);
+  BacklogTraffic traffic;
+  EngineOptions opt;
+  opt.cores = cores;
+  if (cores > 1) {  // rack r on core r; the (idle) spine shares core 0
+    for (uint32_t r = 0; r < cores; ++r) opt.router_core.push_back(r);
+    opt.router_core.push_back(0);
+  }
+  Engine engine(topo, make_routers(topo, scheme), traffic, opt);
+  engine.run(1000);  // warm up: queues, caches, page faults
+  const uint64_t hops0 = engine.router_packet_hops();
+  const double wall0 = engine.wall_seconds();
+  Timeslot end = engine.now();
+  for (auto _ : state) {
+    end += kTimeslotsPerIteration;
+    engine.run(end);
+  }
+  const double hops = static_cast<double>(engine.router_packet_hops() - hops0);
+  const double secs = engine.wall_seconds() - wall0;
+  state.counters["hops_per_s"] = hops / secs;
+  state.counters["hops_per_s_core"] = hops / secs / cores;
+  state.counters["ns_per_hop_core"] = secs * 1e9 * cores / hops;
+  state.SetItemsProcessed(static_cast<int64_t>(hops));
+}
+
+void BM_Engine_DropTail(benchmark::State& s) { run(s, "droptail"); }
+void BM_Engine_Dctcp(benchmark::State& s) { run(s, "dctcp"); }
+
+}  // namespace
+
+BENCHMARK(BM_Engine_DropTail)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Engine_Dctcp)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
