@@ -142,9 +142,11 @@ void Engine::build(Traffic& traffic) {
     cores_.back()->id = c;
   }
 
-  auto new_link = [&](uint32_t latency) {
+  // Same-core links only need latency + 1 slots (smaller, cache-hot wheels);
+  // cross-core links need room for the allowed lead.
+  auto new_link = [&](uint32_t latency, uint32_t from_core, uint32_t to_core) {
     links_.push_back(std::make_unique<Link>());
-    links_.back()->init(latency, window_);
+    links_.back()->init(latency, from_core == to_core ? next_pow2(latency + 1) : window_);
     return links_.back().get();
   };
 
@@ -185,8 +187,9 @@ void Engine::build(Traffic& traffic) {
   };
 
   for (const auto& rl : topology_.router_links) {
-    Link* ab = new_link(rl.latency_timeslots);
-    Link* ba = new_link(rl.latency_timeslots);
+    const uint32_t ca = router_core_[rl.a.router], cb = router_core_[rl.b.router];
+    Link* ab = new_link(rl.latency_timeslots, ca, cb);
+    Link* ba = new_link(rl.latency_timeslots, cb, ca);
     rnodes[rl.a.router]->out.at(rl.a.port) = ab;
     rnodes[rl.b.router]->in.at(rl.b.port) = ab;
     rnodes[rl.b.router]->out.at(rl.b.port) = ba;
@@ -203,8 +206,8 @@ void Engine::build(Traffic& traffic) {
     auto node = std::make_unique<EndpointGroupNode>();
     for (EndpointId e : group) {
       const PortRef at = topology_.endpoint_port[e];
-      Link* up = new_link(topology_.endpoint_latency_timeslots);
-      Link* down = new_link(topology_.endpoint_latency_timeslots);
+      Link* up = new_link(topology_.endpoint_latency_timeslots, core->id, core->id);
+      Link* down = new_link(topology_.endpoint_latency_timeslots, core->id, core->id);
       rnodes[r]->in.at(at.port) = up;
       rnodes[r]->out.at(at.port) = down;
       node->up.push_back(up);

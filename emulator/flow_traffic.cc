@@ -25,8 +25,8 @@ namespace {
 class FlowSource final : public TrafficSource {
  public:
   FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, uint32_t num_endpoints,
-             EndpointStamping stamping)
-      : flows_(flows), stamping_(stamping), nics_(group.size()) {
+             EndpointStamping stamping, std::vector<Timeslot>& first_sent)
+      : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()) {
     std::vector<int32_t> local_of(num_endpoints, -1);
     for (size_t i = 0; i < group.size(); ++i) local_of[group[i]] = static_cast<int32_t>(i);
     for (const auto& f : flows)  // flows are sorted by start: keep that order
@@ -61,6 +61,7 @@ class FlowSource final : public TrafficSource {
                    : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - nic.seq
                                                                          : 0;
       local[n++] = l;
+      if (nic.seq == 0) first_sent_[f.id] = now;
       if (++nic.seq == f.size_pkts) {
         nic.seq = 0;
         if (++nic.head == nic.queue.size()) {  // NIC idle: drop from the active list
@@ -86,6 +87,7 @@ class FlowSource final : public TrafficSource {
   };
   const FlowList& flows_;
   EndpointStamping stamping_;
+  std::vector<Timeslot>& first_sent_;
   std::vector<Arrival> arrivals_;
   size_t next_arrival_ = 0;
   std::vector<Nic> nics_;
@@ -121,7 +123,11 @@ class FlowSink final : public TrafficSink {
 }  // namespace
 
 FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, EndpointStamping stamping)
-    : flows_(flows), num_endpoints_(num_endpoints), stamping_(stamping), states_(flows.size()) {
+    : flows_(flows),
+      num_endpoints_(num_endpoints),
+      stamping_(stamping),
+      states_(flows.size()),
+      first_sent_(flows.size(), kNotSent) {
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];
     if (f.id != i) throw ConfigError("flows: ids must be dense and in order (flow at index " + std::to_string(i) +
@@ -133,7 +139,7 @@ FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, Endpoint
 }
 
 std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
-  return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_);
+  return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_, first_sent_);
 }
 
 std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>&, EventLog* log) {

@@ -40,6 +40,10 @@ class FlowTraffic final : public Traffic {
 
   const FlowList& flows() const { return flows_; }
   const std::vector<FlowState>& states() const { return states_; }
+  // Timeslot each flow's first packet left its source NIC (written by the
+  // source's core only); kNotSent if it never did.
+  static constexpr Timeslot kNotSent = ~Timeslot{0};
+  const std::vector<Timeslot>& first_sent() const { return first_sent_; }
   bool finished(uint32_t flow) const { return states_[flow].delivered == flows_[flow].size_pkts; }
   // Packets with a flow id outside the list that reached an endpoint (never expected; counted, not trusted).
   uint64_t stray_packets() const;
@@ -49,6 +53,7 @@ class FlowTraffic final : public Traffic {
   uint32_t num_endpoints_;
   EndpointStamping stamping_;
   std::vector<FlowState> states_;
+  std::vector<Timeslot> first_sent_;
   std::vector<std::unique_ptr<uint64_t>> stray_storage_;
 };
 

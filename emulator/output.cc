@@ -31,7 +31,8 @@ void write_flows_csv(const std::string& path, const RunConfig& c, const FlowTraf
   const double ts_us = c.network.timeslot_ns() / 1000.0;
   std::fprintf(out.f,
                "flow_id,src,dst,size_pkts,size_bytes,start_timeslot,finish_timeslot,start_us,fct_us,ideal_fct_us,"
-               "slowdown,finished,delivered_pkts,marked_pkts,lost_pkts\n");
+               "slowdown,finished,delivered_pkts,marked_pkts,lost_pkts,first_sent_timeslot,network_fct_us,"
+               "network_slowdown\n");
   const auto& flows = traffic.flows();
   const auto& states = traffic.states();
   for (size_t i = 0; i < flows.size(); ++i) {
@@ -50,7 +51,18 @@ void write_flows_csv(const std::string& path, const RunConfig& c, const FlowTraf
     } else {
       std::fprintf(out.f, ",%.4f,,%.4f,,0,", f.start * ts_us, ideal);
     }
-    std::fprintf(out.f, "%u,%u,%u\n", s.delivered, s.marked, lost_per_flow[i]);
+    std::fprintf(out.f, "%u,%u,%u,", s.delivered, s.marked, lost_per_flow[i]);
+    // In-network view: from the first packet leaving the source NIC, so the
+    // wait behind earlier flows in the source's FIFO NIC is excluded.
+    const Timeslot sent = traffic.first_sent()[i];
+    if (sent == FlowTraffic::kNotSent)
+      std::fprintf(out.f, ",,\n");
+    else if (!done)
+      std::fprintf(out.f, "%llu,,\n", static_cast<unsigned long long>(sent));
+    else {
+      const double net = (s.finish - sent + 1) * ts_us;
+      std::fprintf(out.f, "%llu,%.4f,%.6f\n", static_cast<unsigned long long>(sent), net, net / ideal);
+    }
   }
 }
 

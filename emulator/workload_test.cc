@@ -221,9 +221,123 @@ TEST_CASE("workload: generation errors", "[workload]") {
 }
 
 TEST_CASE("workload: YAML parsing is strict and resolves paths", "[workload]") {
-  auto s = parse("{pattern: incast, load: 0.3, size_cdf: ../data/ws.cdf, fan_in: 5, duration_timeslots: 1000, "
-                 "seed: 9, max_flows: 77}",
-                 "");
-  // (base_dir "" leaves relative paths as written; the CDF does not exist, so use a real one below)
-  (void)s;
+  const std::string exp_dir = kSourceDir + "/experiments/configs";
+  auto s = parse("{pattern: incast, load: 0.3, size_cdf: ../data/flow-sizes/web-search.cdf, fan_in: 5, "
+                 "duration_timeslots: 1000, seed: 9, max_flows: 77}",
+                 exp_dir);
+  CHECK(s.kind == WorkloadKind::kPoisson);
+  CHECK(s.pattern == TrafficPattern::kIncast);
+  CHECK(s.load == 0.3);
+  CHECK(s.size_cdf == kWebSearch);  // resolved against base_dir and normalised
+  CHECK(s.fan_in == 5);
+  CHECK(s.duration == 1000);
+  CHECK(s.seed == 9);
+  CHECK(s.max_flows == 77);
+  CHECK(s.where == "exp.yaml: workload");
+
+  // Defaults; absolute paths are kept.
+  auto d = parse("{size_cdf: " + kWebSearch + "}");
+  CHECK(d.pattern == TrafficPattern::kAllToAll);
+  CHECK(d.load == 0.5);
+  CHECK(d.seed == 1);
+  CHECK(d.duration == 0);
+  CHECK(parse("{fixed_size_pkts: 4}").fixed_size_pkts == 4);
+
+  // describe(): the resolved spec, only the keys that apply.
+  const auto kv = describe(s);
+  std::map<std::string, std::string> m(kv.begin(), kv.end());
+  CHECK(kv.front().first == "kind");
+  CHECK(m.at("kind") == "poisson");
+  CHECK(m.at("pattern") == "incast");
+  CHECK(m.at("load") == "0.3");
+  CHECK(m.at("size_cdf") == kWebSearch);
+  CHECK(m.at("fan_in") == "5");
+  CHECK(m.at("duration_timeslots") == "1000");
+  CHECK(m.at("seed") == "9");
+  CHECK(m.count("fixed_size_pkts") == 0);
+  CHECK(m.count("trace") == 0);
+  YAML::Emitter out;
+  describe(s, out);
+  const YAML::Node back = YAML::Load(out.c_str());
+  CHECK(back["pattern"].as<std::string>() == "incast");
+  CHECK(back["load"].as<double>() == 0.3);
+
+  // Errors name <where>.<key> and the value.
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, bogus: 1}"),
+             Catch::Contains("exp.yaml: workload: unknown key 'bogus'") && Catch::Contains("known: kind"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, load: 1.5}"),
+             Catch::Contains("exp.yaml: workload.load") && Catch::Contains("'1.5'"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, load: 0}"), Catch::Contains("workload.load") && Catch::Contains("'0'"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, load: high}"),
+             Catch::Contains("workload.load: expected a number ('high')"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, pattern: ring}"),
+             Catch::Contains("workload.pattern") && Catch::Contains("'ring'") && Catch::Contains("all_to_all"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, kind: replay}"),
+             Catch::Contains("workload.kind") && Catch::Contains("'replay'"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: -4}"), Catch::Contains("workload.fixed_size_pkts") && Catch::Contains("'-4'"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 0}"), Catch::Contains("workload.fixed_size_pkts: must be >= 1"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: [1, 2]}"),
+             Catch::Contains("workload.fixed_size_pkts: expected a single value"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, seed: x}"), Catch::Contains("workload.seed") && Catch::Contains("'x'"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, duration_timeslots: 0}"),
+             Catch::Contains("workload.duration_timeslots: must be > 0"));
+  CHECK_THAT(parse_error("{load: 0.5}"), Catch::Contains("exactly one of `size_cdf"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, size_cdf: " + kWebSearch + "}"), Catch::Contains("exactly one of"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, fan_in: 3}"),
+             Catch::Contains("workload.fan_in: only applies with pattern: incast"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, pattern: incast}"), Catch::Contains("needs `fan_in"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, fan_in: 0, pattern: incast}"),
+             Catch::Contains("workload.fan_in: must be >= 1"));
+  CHECK_THAT(parse_error("{fixed_size_pkts: 4, trace: t.csv}"),
+             Catch::Contains("workload.trace: only applies with kind: trace"));
+  CHECK_THAT(parse_error("{kind: trace}"), Catch::Contains("needs `trace:"));
+  CHECK_THAT(parse_error("{kind: trace, trace: t.csv}"),
+             Catch::Contains("workload.trace: cannot open '/cfg/t.csv'"));
+  CHECK_THAT(parse_error("{kind: trace, trace: t.csv, load: 0.5}"),
+             Catch::Contains("workload.load: only applies with kind: poisson"));
+  CHECK_THAT(parse_error("{size_cdf: missing.cdf}"),
+             Catch::Contains("workload.size_cdf") && Catch::Contains("/cfg/missing.cdf"));
+  CHECK_THAT(parse_error("[1, 2]"), Catch::Contains("exp.yaml: workload: expected a mapping"));
+
+  // A malformed CDF reports both the config key and the CDF's file:line.
+  const auto dir = std::filesystem::temp_directory_path() / "flexplane_workload_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "bad.cdf") << "1 0\n2 0.7\n3 0.6\n4 1\n";
+  try {
+    parse_workload(YAML::Load("{size_cdf: bad.cdf}"), "exp.yaml: workload", dir.string());
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("workload.size_cdf") && Catch::Contains("bad.cdf:3"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("workload: trace kind replays a written trace", "[workload]") {
+  auto spec = poisson(TrafficPattern::kAllToAll, 0.5, 300'000, 5);
+  const auto flows = generate_flows(spec, 12);
+  REQUIRE(flows.size() > 50);
+  const auto dir = std::filesystem::temp_directory_path() / "flexplane_workload_trace_test";
+  std::filesystem::create_directories(dir);
+  write_flow_trace((dir / "flows.csv").string(), flows);
+
+  auto t = parse_workload(YAML::Load("{kind: trace, trace: flows.csv, seed: 3}"), "w", dir.string());
+  CHECK(t.kind == WorkloadKind::kTrace);
+  CHECK(t.trace_path == (dir / "flows.csv").string());
+  WorkloadStats st;
+  CHECK(same(generate_flows(t, 12, &st), flows));
+  CHECK(st.num_flows == flows.size());
+  const auto kv = describe(t);
+  CHECK(kv.size() == 3);  // kind, trace, duration_timeslots
+
+  // duration_timeslots keeps only the flows that start before it.
+  t.duration = flows[flows.size() / 2].start;
+  const auto cut = generate_flows(t, 12);
+  REQUIRE(!cut.empty());
+  CHECK(cut.size() <= flows.size() / 2);
+  CHECK(cut.back().start < t.duration);
+  CHECK(same(cut, FlowList(flows.begin(), flows.begin() + cut.size())));
+
+  // Endpoints are validated against the topology.
+  CHECK_THROWS_WITH(generate_flows(t, 4), Catch::Contains("flows.csv:") && Catch::Contains("not an endpoint"));
+  std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,35 @@
+# flexplane — entry points. Each target installs what it needs (Debian 12).
+#   make          build the emulator, tests and benchmarks (Release)
+#   make demo     the main job: run the built-in scheduler comparison, write CSVs + PNGs
+#   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI)
+#   make bench    Google Benchmark: engine speed (router packet-hops/s)
+#   make list     schemes and their parameters
+BUILD   ?= build
+GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+RESULTS ?= results/scheduler_comparison
+
+.PHONY: all build deps demo test bench list clean
+
+all: build
+
+deps:
+	@scripts/install_deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD)
+
+demo: build
+	@scripts/run_demo.sh $(BUILD) $(RESULTS)
+
+test: deps
+	@scripts/run_tests.sh
+
+bench: build
+	@$(BUILD)/flexplane_bench --benchmark_counters_tabular=true $(BENCH_ARGS)
+
+list: build
+	@$(BUILD)/flexplane-emulator list
+
+clean:
+	rm -rf build build-* results

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Every test suite, as CI runs it (`make test`). Each suite builds what it needs.
+# Ends with "suites: N passed, M failed"; exits non-zero if any suite failed.
+#   FLEXPLANE_TEST_SUITES="unit cli" scripts/run_tests.sh   # run a subset
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+JOBS=${JOBS:-$(nproc)}
+SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli plots asan-ubsan tsan"}
+passed=0; failed=0; failed_names=()
+
+configure_build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" $GEN "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$JOBS" 2>&1 | grep -E "error|warning: unused|FAILED" || true
+  [[ ${PIPESTATUS[0]} -eq 0 ]]
+}
+
+run_suite() {  # name, command...
+  local name=$1; shift
+  [[ " $SUITES " == *" $name "* ]] || return 0
+  echo "=== suite $name"
+  local t0=$SECONDS
+  if "$@"; then
+    passed=$((passed + 1)); echo "=== suite $name: PASS ($((SECONDS - t0)) s)"
+  else
+    failed=$((failed + 1)); failed_names+=("$name"); echo "=== suite $name: FAIL ($((SECONDS - t0)) s)"
+  fi
+}
+
+unit() {
+  mkdir -p build && configure_build build -DCMAKE_BUILD_TYPE=Release &&
+    (cd build && ctest --output-on-failure --timeout 600 -j "$JOBS")
+}
+
+cli() {
+  [[ -x build/flexplane-emulator ]] || configure_build build -DCMAKE_BUILD_TYPE=Release || return 1
+  .venv/bin/python -m pytest -q tests/
+}
+
+plots() { .venv/bin/python -m pytest -q plots/; }
+
+asan_ubsan() {
+  mkdir -p build-asan && configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DFLEXPLANE_SANITIZE=address,undefined &&
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+       ctest --output-on-failure --timeout 900 -j "$JOBS")
+}
+
+tsan() {  # the multicore engine under ThreadSanitizer
+  mkdir -p build-tsan && configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEXPLANE_SANITIZE=thread &&
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/flexplane_tests '[engine]'
+}
+
+run_suite unit unit
+run_suite cli cli
+run_suite plots plots
+run_suite asan-ubsan asan_ubsan
+run_suite tsan tsan
+
+echo
+[[ $failed -gt 0 ]] && echo "failed suites: ${failed_names[*]}"
+echo "suites: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

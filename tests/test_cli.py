@@ -1,0 +1,159 @@
+"""End-to-end tests of the flexplane-emulator command line: help, listing,
+config errors (exit 2 with file:line, field and value), a small run's output
+files (docs/output-format.md) and their invariants, and 1- vs 2-core identity."""
+from __future__ import annotations
+
+import csv
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = REPO / "build" / "flexplane-emulator"
+WEB_SEARCH = REPO / "experiments" / "data" / "flow-sizes" / "web-search.cdf"
+
+SMALL = f"""
+seed: 3
+topology: {{kind: leaf_spine, racks: 2, endpoints_per_rack: 4, spines: 2}}
+routers:
+  default: {{scheme: droptail, queue_manager: {{capacity_pkts: 32}}}}
+workload: {{kind: poisson, load: 0.5, size_cdf: {WEB_SEARCH}}}
+run: {{duration_ms: 2, drain_ms: 2, occupancy_interval_us: 6, packet_log: true}}
+"""
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN), *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def write(tmp: Path, text: str, name: str = "exp.yaml") -> Path:
+    p = tmp / name
+    p.write_text(text)
+    return p
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_help_lists_subcommands() -> None:
+    r = run("--help")
+    assert r.returncode == 0
+    for word in ("run", "check", "list"):
+        assert word in r.stdout
+    r = run("run", "--help")
+    assert r.returncode == 0 and "--variant" in r.stdout and "--cores" in r.stdout
+
+
+def test_list_shows_every_scheme_and_parameter_docs() -> None:
+    r = run("list")
+    assert r.returncode == 0
+    for scheme in ("droptail", "red", "dctcp", "hull", "priority_by_size", "round_robin", "drr", "pfabric"):
+        assert scheme in r.stdout, scheme
+    assert "capacity_pkts" in r.stdout and "k_pkts" in r.stdout
+
+
+def test_no_arguments_is_a_usage_error() -> None:
+    assert run().returncode == 2
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"topology": {"kind": "ring"}}, ["topology.kind", "unknown topology kind 'ring'"]),
+        ({"topology": {"endpoints_per_rack": "many"}}, ["topology.endpoints_per_rack", "'many'"]),
+        ({"routers": {"default": {"scheme": "fancy"}}}, ["unknown scheme 'fancy'", "droptail"]),
+        ({"routers": {"default": {"queue_manager": {"capacity_pkts": -1}}}}, ["capacity_pkts", "'-1'"]),
+        ({"routers": {"default": {"queue_manager": {"k": 1}}}}, ["unknown parameter 'k'", "capacity_pkts"]),
+        ({"routers": {"tor9": {"scheme": "droptail"}}}, ["no router or tier named 'tor9'"]),
+        ({"workload": {"load": 7}}, ["workload", "load", "7"]),
+        ({"run": {"cores": 0}}, ["run.cores", "'0'"]),
+        ({"colour": "blue"}, ["unknown key 'colour'"]),
+        ({"endpoint": {"priority": "vip"}}, ["unknown priority stamp 'vip'"]),
+    ],
+)
+def test_bad_config_exits_2_naming_the_field(tmp_path: Path, change: dict, expected: list[str]) -> None:
+    base = yaml.safe_load(SMALL)
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged = dict(base[key])
+            for k, v in value.items():
+                merged[k] = {**merged.get(k, {}), **v} if isinstance(v, dict) and isinstance(merged.get(k), dict) else v
+            base[key] = merged
+        else:
+            base[key] = value
+    cfg = write(tmp_path, yaml.safe_dump(base))
+    r = run("check", str(cfg))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.startswith("error: ")
+    assert str(cfg) in r.stderr
+    for e in expected:
+        assert e in r.stderr, (e, r.stderr)
+
+
+def test_yaml_syntax_error_and_missing_file(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "topology: {kind: single_rack\n")
+    r = run("check", str(cfg))
+    assert r.returncode == 2 and "YAML syntax error" in r.stderr and f"{cfg}:" in r.stderr
+    r = run("run", str(tmp_path / "nope.yaml"))
+    assert r.returncode == 2 and "cannot open" in r.stderr
+
+
+def test_small_run_writes_documented_outputs_with_consistent_counts(tmp_path: Path) -> None:
+    cfg = write(tmp_path, SMALL)
+    r = run("run", str(cfg), "--out", str(tmp_path / "out"), "--cores", "1")
+    assert r.returncode == 0, r.stderr
+    assert "100.0%" in r.stderr  # progress output
+    out = tmp_path / "out"
+    flows = rows(out / "flows.csv")
+    counters = rows(out / "counters.csv")
+    packets = rows(out / "packets.csv")
+    occupancy = rows(out / "occupancy.csv")
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert len(flows) == meta["results"]["flows"] > 0
+    assert meta["seed"] == 3 and meta["routers"]["tor0"]["queue_manager"]["capacity_pkts"] == 32
+    finished = [f for f in flows if f["finished"] == "1"]
+    assert len(finished) == meta["results"]["finished"]
+    for f in finished:
+        assert float(f["slowdown"]) >= 1.0 - 1e-9
+        assert int(f["delivered_pkts"]) == int(f["size_pkts"])
+    for f in flows:
+        if f["finished"] == "0":
+            assert f["fct_us"] == "" and int(f["delivered_pkts"]) < int(f["size_pkts"])
+    # Per-packet log agrees with per-flow records and with the counters.
+    delivered = sum(1 for p in packets if p["event"] == "delivered")
+    dropped = sum(1 for p in packets if p["event"] == "dropped")
+    assert delivered == sum(int(f["delivered_pkts"]) for f in flows)
+    assert dropped == sum(int(f["lost_pkts"]) for f in flows) == meta["results"]["drops"]
+    for c in counters:
+        n = {k: int(v) for k, v in c.items() if k not in ("router",)}
+        assert n["arrived"] == n["enqueued"] + n["dropped_on_arrival"]
+        assert n["enqueued"] == n["dequeued"] + n["dropped_from_queue"] + n["backlog_pkts"]
+        assert n["dropped_on_arrival"] + n["dropped_from_queue"] == sum(v for k, v in n.items() if k.startswith("drops_"))
+    assert sum(int(c["dropped_on_arrival"]) + int(c["dropped_from_queue"]) for c in counters) == dropped
+    assert {o["router"] for o in occupancy} == {"tor0", "tor1", "spine0", "spine1"}
+
+
+def test_one_and_two_cores_give_identical_files(tmp_path: Path) -> None:
+    cfg = write(tmp_path, SMALL)
+    for cores in ("1", "2"):
+        r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / cores), "--cores", cores)
+        assert r.returncode == 0, r.stderr
+    for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.csv"):
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes(), name
+
+
+def test_variants_run_into_their_own_folders_and_can_be_selected(tmp_path: Path) -> None:
+    cfg = write(tmp_path, SMALL + "variants:\n  a: {}\n  b: {routers: {default: {scheme: pfabric}}}\n")
+    r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / "res"), "--variant", "b")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "res" / "b" / "flows.csv").exists()
+    assert not (tmp_path / "res" / "a").exists()
+    meta = yaml.safe_load((tmp_path / "res" / "b" / "metadata.yaml").read_text())
+    assert meta["routers"]["tor0"]["scheme"] == "pfabric"
+    assert meta["endpoint_priority"] == "remaining_size"
+    r = run("run", str(cfg), "--variant", "zzz")
+    assert r.returncode == 2 and "no variant named 'zzz'" in r.stderr
