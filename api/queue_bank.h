@@ -164,6 +164,7 @@ class QueueBank {
     --s.count;
     s.bytes -= p.size_bytes;
     if (s.count == 0) {
+      s.head = 0;  // rewind: a short queue keeps reusing the same, cache-hot slots
       s.idle_since = now_;
       port_masks_[port] &= ~(1ull << q);
     }
