@@ -66,7 +66,7 @@ class PatternRouter final : public Router {
         verdicts_.drop_unrouted(pkts[i], Reason::kNoRoute);
         continue;
       }
-      pkts[m] = pkts[i];
+      if (m != i) pkts[m] = pkts[i];
       ports_[m++] = port;
     }
     if (!m) return;

@@ -108,7 +108,7 @@ std::vector<RouterSpec> parse_routers(const YAML::Node& node, const Topology& to
   for (size_t i = 0; i < topo.routers.size(); ++i) {
     const auto& r = topo.routers[i];
     specs[i].where = file + ": routers";
-    for (const std::string level : {std::string("default"), r.tier, r.name})
+    for (const std::string& level : {std::string("default"), r.tier, r.name})
       if (node[level]) apply_router_level(node[level], specs[i], file, "routers." + level);
   }
   return specs;
