@@ -15,6 +15,7 @@ enum class Reason : uint8_t {
   kLowestPriority,      // pFabric: evicted as the least urgent packet
   kNoRoute,             // destination unknown to the routing table
   kBankOverflow,        // queue bank storage exhausted (scheme allowed more)
+  kEndpointOverflow,    // live mode: an endpoint asked faster than its queue limit allows
   kCount
 };
 
@@ -30,6 +31,7 @@ inline const char* reason_name(Reason r) {
     case Reason::kLowestPriority: return "lowest_priority";
     case Reason::kNoRoute: return "no_route";
     case Reason::kBankOverflow: return "bank_overflow";
+    case Reason::kEndpointOverflow: return "endpoint_overflow";
     case Reason::kCount: break;
   }
   return "unknown";

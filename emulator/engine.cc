@@ -48,6 +48,9 @@ struct Engine::Core {
   EventLog log;
   std::vector<OccupancySample> occupancy;
   uint64_t collisions = 0;
+  // Real-time health, written by this core, read by the monitor.
+  std::atomic<uint64_t> late{0};
+  std::atomic<int64_t> max_lag_ns{0};
   // (neighbour, latency): wait for neighbour.next >= t - latency + 1 (it feeds us)
   std::vector<std::pair<Core*, uint32_t>> upstream;
   // (neighbour, latency): wait for neighbour.next >= t + latency - window + 1 (we feed it)
@@ -140,6 +143,7 @@ void Engine::build(Traffic& traffic) {
   for (uint32_t c = 0; c < options_.cores; ++c) {
     cores_.push_back(std::make_unique<Core>(options_.packet_log));
     cores_.back()->id = c;
+    cores_.back()->log.set_drop_handling(traffic.drop_sink(c), traffic.record_drops());
   }
 
   // Same-core links only need latency + 1 slots (smaller, cache-hot wheels);
@@ -227,8 +231,30 @@ void Engine::build(Traffic& traffic) {
     cores_[key.first]->downstream.emplace_back(cores_[key.second].get(), latency);
 }
 
-void Engine::run_core(Core& core, Timeslot begin, Timeslot end) {
-  for (Timeslot t = begin; t < end; ++t) {
+namespace {
+int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void Engine::run_core(Core& core, Timeslot begin) {
+  const bool real_time = options_.clock == Clock::kRealTime;
+  for (Timeslot t = begin; t < end_.load(std::memory_order_relaxed); ++t) {
+    if (real_time) {
+      const int64_t deadline = start_ns_ + static_cast<int64_t>((t - start_slot_) * options_.timeslot_ns);
+      int64_t now = wall_ns();
+      const int64_t early = deadline - static_cast<int64_t>(options_.max_lead_ns) - now;
+      if (early > 0) {
+        if (options_.sleep_when_ahead && early > options_.sleep_threshold_ns)
+          std::this_thread::sleep_for(std::chrono::nanoseconds(early - static_cast<int64_t>(options_.sleep_threshold_ns / 2)));
+        while (wall_ns() < deadline - static_cast<int64_t>(options_.max_lead_ns)) cpu_relax();
+      } else {
+        const int64_t lag = now - deadline;
+        if (lag > options_.timeslot_ns) core.late.store(core.late.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        if (lag > core.max_lag_ns.load(std::memory_order_relaxed)) core.max_lag_ns.store(lag, std::memory_order_relaxed);
+      }
+    }
     for (const auto& [up, latency] : core.upstream)
       if (t + 1 > latency) wait_until_at_least(up->next, t + 1 - latency);
     for (const auto& [down, latency] : core.downstream)
@@ -238,47 +264,78 @@ void Engine::run_core(Core& core, Timeslot begin, Timeslot end) {
   }
 }
 
+void Engine::request_stop() {
+  // Cores are at most one window apart: stopping one window past the fastest
+  // core is a timeslot every core can still reach.
+  Timeslot fastest = 0;
+  for (auto& c : cores_) fastest = std::max(fastest, c->next.load(std::memory_order_acquire));
+  const Timeslot stop = fastest + window_ + 1;
+  Timeslot cur = end_.load();
+  while (stop < cur && !end_.compare_exchange_weak(cur, stop)) {
+  }
+}
+
+std::vector<CoreHealth> Engine::health() const {
+  std::vector<CoreHealth> out;
+  for (const auto& c : cores_) {
+    CoreHealth h;
+    h.timeslots = c->next.load(std::memory_order_acquire);
+    h.late_timeslots = c->late.load(std::memory_order_relaxed);
+    h.max_lag_ns = static_cast<double>(c->max_lag_ns.load(std::memory_order_relaxed));
+    out.push_back(h);
+  }
+  return out;
+}
+
 void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>& progress, double period_s,
                  CoreLauncher* launcher) {
   if (end <= now_) return;
   const Timeslot begin = now_;
+  end_.store(end);
+  start_slot_ = begin;
+  start_ns_ = wall_ns() + 1000000;  // real time: 1 ms for the cores to start
   ThreadLauncher threads;
   if (!launcher) launcher = &threads;
   std::vector<std::function<void()>> jobs;
   for (auto& c : cores_) {
     if (c->nodes.empty()) {
-      c->next.store(end, std::memory_order_release);
+      c->next.store(~Timeslot{0} >> 1, std::memory_order_release);  // never waited on: no links
       continue;
     }
     Core* core = c.get();
-    jobs.push_back([this, core, begin, end] { run_core(*core, begin, end); });
+    jobs.push_back([this, core, begin] { run_core(*core, begin); });
   }
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   auto slowest = [&] {
-    Timeslot m = end;
+    Timeslot m = end_.load();
     for (auto& c : cores_) m = std::min(m, c->next.load(std::memory_order_acquire));
     return m;
   };
+  const bool real_time = options_.clock == Clock::kRealTime;
   std::function<void()> monitor;
   if (progress) {
     monitor = [&] {
       double last = 0;
       for (;;) {
         const Timeslot done = slowest();
-        if (done >= end) break;
+        if (done >= end_.load()) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         if (elapsed() - last >= period_s) {
           last = elapsed();
-          progress(EngineProgress{slowest() - begin, end - begin, last});
+          progress(EngineProgress{slowest() - begin, end_.load() - begin, last,
+                                  real_time ? health() : std::vector<CoreHealth>{}});
         }
       }
     };
   }
   launcher->run(std::move(jobs), monitor);
   wall_seconds_ += elapsed();
-  now_ = end;
-  if (progress) progress(EngineProgress{end - begin, end - begin, elapsed()});
+  now_ = end_.load();
+  for (auto& c : cores_)  // idle cores were parked far ahead; bring them back in line
+    if (c->nodes.empty()) c->next.store(now_, std::memory_order_release);
+  if (progress)
+    progress(EngineProgress{now_ - begin, now_ - begin, elapsed(), real_time ? health() : std::vector<CoreHealth>{}});
 }
 
 uint64_t Engine::router_packet_hops() const {

@@ -29,8 +29,17 @@
 
 namespace flexplane {
 
+// Virtual time runs as fast as the CPU allows; real time paces timeslot t to
+// start at (run start + t * timeslot_ns) on the wall clock (live endpoints).
+enum class Clock { kVirtual, kRealTime };
+
 struct EngineOptions {
   uint32_t cores = 1;
+  Clock clock = Clock::kVirtual;
+  double timeslot_ns = 1200;          // real time: wall-clock length of a timeslot
+  double max_lead_ns = 0;             // real time: a core may start a timeslot this early
+  bool sleep_when_ahead = false;      // real time: sleep (not spin) when > sleep_threshold_ns ahead
+  double sleep_threshold_ns = 100000; //   (long timeslots on small shared machines)
   std::vector<uint32_t> router_core;  // optional: core of each router (size == routers); default round-robin by ToR
   Timeslot occupancy_interval = 0;    // sample every port's backlog every N timeslots (0 = off)
   bool packet_log = false;            // record every delivery as well as every drop
@@ -50,10 +59,18 @@ struct OccupancySample {
   }
 };
 
+// Real-time health of one core: lateness is counted and reported, never hidden.
+struct CoreHealth {
+  uint64_t timeslots = 0;       // run so far
+  uint64_t late_timeslots = 0;  // started more than one timeslot after their deadline
+  double max_lag_ns = 0;        // worst start time past a deadline
+};
+
 struct EngineProgress {
   Timeslot done;    // slowest core's finished timeslots
   Timeslot total;
   double wall_seconds;
+  std::vector<CoreHealth> health;  // per core (real time only)
 };
 
 class Engine {
@@ -69,7 +86,12 @@ class Engine {
   void run(Timeslot end, const std::function<void(const EngineProgress&)>& progress = {},
            double progress_period_s = 1.0, CoreLauncher* launcher = nullptr);
 
+  // Ask a run() in progress to end soon, at the same timeslot on every core.
+  // Safe to call from any thread (e.g. a signal-watching monitor).
+  void request_stop();
+
   Timeslot now() const { return now_; }
+  std::vector<CoreHealth> health() const;
   double wall_seconds() const { return wall_seconds_; }
   const Topology& topology() const { return topology_; }
   const Router& router(uint32_t i) const { return *routers_[i]; }
@@ -95,7 +117,7 @@ class Engine {
   struct Core;
 
   void build(Traffic& traffic);
-  void run_core(Core& core, Timeslot begin, Timeslot end);
+  void run_core(Core& core, Timeslot begin);
 
   Topology topology_;
   std::vector<std::unique_ptr<Router>> routers_;
@@ -106,6 +128,9 @@ class Engine {
   uint32_t window_ = 0;
   Timeslot now_ = 0;
   double wall_seconds_ = 0;
+  std::atomic<Timeslot> end_{0};  // run() target; lowered by request_stop()
+  int64_t start_ns_ = 0;          // real time: wall clock of timeslot `start_slot_`
+  Timeslot start_slot_ = 0;
 };
 
 }  // namespace flexplane

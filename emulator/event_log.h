@@ -38,7 +38,15 @@ class EventLog final : public EventSink {
  public:
   explicit EventLog(bool log_deliveries = false) : log_deliveries_(log_deliveries) {}
 
+  // Also pass every drop to `forward`; keep drops in memory only if `record`.
+  void set_drop_handling(EventSink* forward, bool record) {
+    forward_ = forward;
+    record_drops_ = record;
+  }
+
   void on_drop(const Packet& p, uint32_t router_id, PortId port, Reason reason, Timeslot now) override {
+    if (forward_) forward_->on_drop(p, router_id, port, reason, now);
+    if (!record_drops_) return;
     PacketEvent e;
     e.time = now;
     e.flow = p.flow;
@@ -70,6 +78,8 @@ class EventLog final : public EventSink {
 
  private:
   bool log_deliveries_;
+  EventSink* forward_ = nullptr;
+  bool record_drops_ = true;
   std::vector<PacketEvent> events_;
 };
 

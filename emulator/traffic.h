@@ -37,6 +37,12 @@ class Traffic {
   virtual ~Traffic() = default;
   virtual std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) = 0;
   virtual std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) = 0;
+  // Where drops on engine core `core` are reported besides the core's log
+  // (live mode turns them into drop verdicts); null for none.
+  virtual EventSink* drop_sink(uint32_t core) { return nullptr; }
+  // Whether the engine should keep every drop in memory (virtual-time runs
+  // need them for flow outcomes; live runs are unbounded and forward them).
+  virtual bool record_drops() const { return true; }
 };
 
 }  // namespace flexplane
