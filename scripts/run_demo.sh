@@ -5,11 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 results=${2:-results/scheduler_comparison}
-config=experiments/configs/scheduler_comparison.yaml
+sweep=$(dirname "$results")/load_sweep
 
-echo "== flexplane demo: $config -> $results"
-"$build/flexplane-emulator" run "$config" --out "$results"
-echo "== plotting"
-.venv/bin/python plots/plot_all.py "$results"
-echo "== done: CSVs and PNGs in $results"
-ls "$results"/*.png "$results"/*.csv 2>/dev/null | sed 's/^/   /'
+run_and_plot() {  # config, results folder
+  echo "== flexplane: $1 -> $2"
+  "$build/flexplane-emulator" run "$1" --out "$2"
+  echo "== plotting $2"
+  .venv/bin/python plots/plot_all.py "$2" | sed 's/^/   wrote /'
+}
+run_and_plot experiments/configs/scheduler_comparison.yaml "$results"
+run_and_plot experiments/configs/load_sweep.yaml "$sweep"
+echo "== done. Scheduler comparison: $results ; queue occupancy vs load: $sweep"
