@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libcli11-dev catch2 libbenchmark-dev
   dpdk libdpdk-dev
-  clang libclang-rt-14-dev llvm
+  clang libclang-rt-14-dev llvm linux-headers-amd64
   iproute2 ethtool
   python3 python3-venv
 )

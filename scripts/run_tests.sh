@@ -6,7 +6,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS=${JOBS:-$(nproc)}
-SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli plots asan-ubsan tsan"}
+SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli plots fuzz kbuild asan-ubsan tsan"}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0; failed=0; failed_names=()
 
 configure_build() {  # dir, extra cmake args...
@@ -52,9 +53,14 @@ tsan() {  # the multicore engine under ThreadSanitizer
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/flexplane_tests '[engine]'
 }
 
+fuzz() { proto/run_fuzz.sh "$FUZZ_SECONDS"; }     # every protocol decoder, bounded time
+kbuild() { proto/check_kbuild.sh; }                # the protocol core builds as a kernel module
+
 run_suite unit unit
 run_suite cli cli
 run_suite plots plots
+run_suite fuzz fuzz
+run_suite kbuild kbuild
 run_suite asan-ubsan asan_ubsan
 run_suite tsan tsan
 
