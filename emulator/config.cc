@@ -1,6 +1,7 @@
 #include "emulator/config.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "emulator/yaml_util.h"
@@ -114,6 +115,64 @@ std::vector<RouterSpec> parse_routers(const YAML::Node& node, const Topology& to
   return specs;
 }
 
+bool parse_ipv4(const std::string& s, uint32_t& out) {
+  unsigned a, b, c, d;
+  char tail;
+  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 || d > 255)
+    return false;
+  out = (a << 24) | (b << 16) | (c << 8) | d;
+  return true;
+}
+
+std::string ipv4_text(uint32_t v) {
+  return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) + "." +
+         std::to_string(v & 255);
+}
+
+LiveConfig parse_live(const YAML::Node& n, uint32_t num_endpoints, const std::string& file) {
+  LiveConfig live;
+  uint32_t ip;
+  if (!n) {  // defaults: endpoints at 10.77.0.10 + i
+    for (uint32_t e = 0; e < num_endpoints; ++e) live.endpoint_ips.push_back(ipv4_text((10u << 24 | 77u << 16 | 10u) + e));
+    return live;
+  }
+  check_keys(n, {"emulator_ip", "udp_port", "endpoint_ips", "first_endpoint_ip", "endpoint_queue_pkts",
+                 "sleep_when_ahead", "max_lead_us", "stats_interval_s"},
+             file, "live");
+  live.emulator_ip = get_string(n, "emulator_ip", live.emulator_ip, file, "live");
+  if (!parse_ipv4(live.emulator_ip, ip))
+    throw ConfigError(where(file, n["emulator_ip"], "live.emulator_ip") + ": '" + live.emulator_ip + "' is not an IPv4 address");
+  live.udp_port = static_cast<uint16_t>(get_uint(n, "udp_port", live.udp_port, 1, 65535, file, "live"));
+  live.endpoint_queue_pkts = static_cast<uint32_t>(get_uint(n, "endpoint_queue_pkts", 4096, 1, 1 << 24, file, "live"));
+  live.sleep_when_ahead = get_bool(n, "sleep_when_ahead", true, file, "live");
+  live.max_lead_us = get_double(n, "max_lead_us", 0, 0, 1e6, file, "live");
+  live.stats_interval_s = get_double(n, "stats_interval_s", 1, 0.01, 3600, file, "live");
+  if (n["endpoint_ips"] && n["first_endpoint_ip"])
+    throw ConfigError(where(file, n, "live") + ": give endpoint_ips or first_endpoint_ip, not both");
+  if (const YAML::Node list = n["endpoint_ips"]) {
+    if (!list.IsSequence() || list.size() != num_endpoints)
+      throw ConfigError(where(file, list, "live.endpoint_ips") + ": expected a list of " +
+                        std::to_string(num_endpoints) + " addresses (one per endpoint)");
+    for (const auto& item : list) {
+      if (!item.IsScalar() || !parse_ipv4(item.Scalar(), ip))
+        throw ConfigError(where(file, item, "live.endpoint_ips") + ": '" + (item.IsScalar() ? item.Scalar() : "?") +
+                          "' is not an IPv4 address");
+      live.endpoint_ips.push_back(item.Scalar());
+    }
+  } else {
+    const std::string first = get_string(n, "first_endpoint_ip", "10.77.0.10", file, "live");
+    if (!parse_ipv4(first, ip))
+      throw ConfigError(where(file, n["first_endpoint_ip"], "live.first_endpoint_ip") + ": '" + first +
+                        "' is not an IPv4 address");
+    for (uint32_t e = 0; e < num_endpoints; ++e) live.endpoint_ips.push_back(ipv4_text(ip + e));
+  }
+  for (size_t i = 0; i < live.endpoint_ips.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (live.endpoint_ips[i] == live.endpoint_ips[j] || live.endpoint_ips[i] == live.emulator_ip)
+        throw ConfigError(where(file, n, "live") + ": address " + live.endpoint_ips[i] + " is used twice");
+  return live;
+}
+
 }  // namespace
 
 RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::string& base_dir,
@@ -123,7 +182,7 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.variant = variant;
   c.resolved = YAML::Clone(root);
   check_keys(root, {"seed", "network", "topology", "routers", "endpoint", "workload", "run", "output", "variants",
-                    "description"},
+                    "description", "live"},
              file, "");
   c.seed = get_uint(root, "seed", 1, 0, UINT64_MAX, file, "seed");
 
@@ -165,6 +224,8 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   if (!wl["duration_timeslots"]) wl["duration_timeslots"] = c.duration;
   if (!wl["seed"]) wl["seed"] = c.seed;
   c.workload = parse_workload(wl, where(file, root["workload"], "workload"), base_dir);
+
+  c.live = parse_live(root["live"], c.topology.num_endpoints, file);
 
   if (const YAML::Node n = root["output"]) {
     check_keys(n, {"dir"}, file, "output");

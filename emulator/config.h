@@ -26,6 +26,19 @@ struct NetworkConfig {
   double timeslot_ns() const { return abstract_packet_bytes * 8.0 / link_rate_gbps; }
 };
 
+// Live emulation (`flexplane-emulator live`): where the emulator listens and
+// which address each endpoint has. Endpoints are identified by their IPv4
+// source address: endpoint i has endpoint_ips[i].
+struct LiveConfig {
+  std::string emulator_ip = "10.77.0.2";  // answers ARP for this; receives the protocol's UDP
+  uint16_t udp_port = 9977;               // docs/protocol.md
+  std::vector<std::string> endpoint_ips;  // index = endpoint id; from `endpoint_ips` (list) or `first_endpoint_ip`
+  uint32_t endpoint_queue_pkts = 4096;    // emulated NIC queue per endpoint
+  bool sleep_when_ahead = true;           // real-time engine sleeps rather than spins when far ahead
+  double max_lead_us = 0;                 // real-time engine may start a timeslot this early
+  double stats_interval_s = 1;            // live counters printed and appended to live_stats.csv
+};
+
 struct RunConfig {
   std::string file;     // the config file (for messages)
   std::string variant;  // "" when the file has no variants
@@ -43,6 +56,7 @@ struct RunConfig {
   Timeslot occupancy_interval = 0;
   bool packet_log = false;
   std::string output_dir;  // resolved against the current directory
+  LiveConfig live;
   YAML::Node resolved;     // the merged YAML of this run (for metadata)
 };
 
