@@ -18,14 +18,16 @@ inline void cpu_relax() {
 }
 
 // Spin briefly, then yield: CI machines may have fewer cores than threads.
-inline void wait_until_at_least(const std::atomic<Timeslot>& value, Timeslot need) {
+inline Timeslot wait_until_at_least(const std::atomic<Timeslot>& value, Timeslot need) {
   unsigned spins = 0;
-  while (value.load(std::memory_order_acquire) < need) {
+  Timeslot v;
+  while ((v = value.load(std::memory_order_acquire)) < need) {
     if (++spins < 128)
       cpu_relax();
     else
       std::this_thread::yield();
   }
+  return v;
 }
 
 uint32_t next_pow2(uint32_t x) {
@@ -51,10 +53,18 @@ struct Engine::Core {
   // Real-time health, written by this core, read by the monitor.
   std::atomic<uint64_t> late{0};
   std::atomic<int64_t> max_lag_ns{0};
-  // (neighbour, latency): wait for neighbour.next >= t - latency + 1 (it feeds us)
-  std::vector<std::pair<Core*, uint32_t>> upstream;
-  // (neighbour, latency): wait for neighbour.next >= t + latency - window + 1 (we feed it)
-  std::vector<std::pair<Core*, uint32_t>> downstream;
+  // A neighbour core and what this core last saw of its progress: reloading
+  // `next` (a cross-core cache miss) only when the cached value is too small
+  // lets cores with slack run without touching each other's cache lines.
+  struct Neighbour {
+    Core* core;
+    uint32_t latency;
+    Timeslot seen = 0;
+  };
+  // wait for neighbour.next >= t - latency + 1 (it feeds us)
+  std::vector<Neighbour> upstream;
+  // wait for neighbour.next >= t + latency - window + 1 (we feed it)
+  std::vector<Neighbour> downstream;
   explicit Core(bool packet_log) : log(packet_log) {}
 };
 
@@ -226,9 +236,9 @@ void Engine::build(Traffic& traffic) {
   }
 
   for (const auto& [key, latency] : min_latency_into)
-    cores_[key.second]->upstream.emplace_back(cores_[key.first].get(), latency);
+    cores_[key.second]->upstream.push_back(Core::Neighbour{cores_[key.first].get(), latency});
   for (const auto& [key, latency] : max_latency_into)
-    cores_[key.first]->downstream.emplace_back(cores_[key.second].get(), latency);
+    cores_[key.first]->downstream.push_back(Core::Neighbour{cores_[key.second].get(), latency});
 }
 
 namespace {
@@ -255,10 +265,11 @@ void Engine::run_core(Core& core, Timeslot begin) {
         if (lag > core.max_lag_ns.load(std::memory_order_relaxed)) core.max_lag_ns.store(lag, std::memory_order_relaxed);
       }
     }
-    for (const auto& [up, latency] : core.upstream)
-      if (t + 1 > latency) wait_until_at_least(up->next, t + 1 - latency);
-    for (const auto& [down, latency] : core.downstream)
-      if (t + latency + 1 > window_) wait_until_at_least(down->next, t + latency + 1 - window_);
+    for (auto& n : core.upstream)
+      if (t + 1 > n.latency && n.seen < t + 1 - n.latency) n.seen = wait_until_at_least(n.core->next, t + 1 - n.latency);
+    for (auto& n : core.downstream)
+      if (t + n.latency + 1 > window_ && n.seen < t + n.latency + 1 - window_)
+        n.seen = wait_until_at_least(n.core->next, t + n.latency + 1 - window_);
     for (auto& node : core.nodes) node->step(t);
     core.next.store(t + 1, std::memory_order_release);
   }
