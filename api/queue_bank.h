@@ -44,8 +44,7 @@ class QueueBank {
     // Default-initialised: large banks stay virtual until touched.
     slots_.reset(new Packet[nq * stride_]);
     queues_.assign(nq, QueueState{});
-    port_masks_.assign(num_ports, 0);
-    port_packets_.assign(num_ports, 0);
+    ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
   }
 
@@ -55,11 +54,11 @@ class QueueBank {
 
   uint32_t packets(PortId port, QueueId q) const { return queue(port, q).count; }
   uint64_t bytes(PortId port, QueueId q) const { return queue(port, q).bytes; }
-  uint32_t port_packets(PortId port) const { return port_packets_[port]; }
+  uint32_t port_packets(PortId port) const { return ports_[port].packets; }
   bool empty(PortId port, QueueId q) const { return queue(port, q).count == 0; }
   bool full(PortId port, QueueId q) const { return queue(port, q).count >= capacity_; }
   // Bit q set when queue q of `port` holds packets.
-  uint64_t nonempty_queues(PortId port) const { return port_masks_[port]; }
+  uint64_t nonempty_queues(PortId port) const { return ports_[port].mask; }
   // Timeslot at which the queue last became empty (0 if never used).
   Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
 
@@ -72,8 +71,10 @@ class QueueBank {
     ++s.count;
     s.bytes += p.size_bytes;
     ++s.counters.enqueued;
-    port_masks_[port] |= 1ull << q;
-    if (port_packets_[port]++ == 0) nonempty_ports_[port >> 6] |= 1ull << (port & 63);
+    ++settled_;
+    PortState& ps = ports_[port];
+    ps.mask |= 1ull << q;
+    if (ps.packets++ == 0) nonempty_ports_[port >> 6] |= 1ull << (port & 63);
     return true;
   }
 
@@ -138,6 +139,11 @@ class QueueBank {
   }
 
   void set_now(Timeslot now) { now_ = now; }
+
+  // Arrivals settled so far (pushed or refused): the enqueue loop compares it
+  // before and after each call to catch a scheme that lost a packet.
+  uint64_t settled() const { return settled_; }
+  void count_refusal() { ++settled_; }
   Timeslot now() const { return now_; }
 
  private:
@@ -166,12 +172,13 @@ class QueueBank {
   void after_remove(PortId port, QueueId q, QueueState& s, const Packet& p) {
     --s.count;
     s.bytes -= p.size_bytes;
+    PortState& ps = ports_[port];
     if (s.count == 0) {
       s.head = 0;  // rewind: a short queue keeps reusing the same, cache-hot slots
       s.idle_since = now_;
-      port_masks_[port] &= ~(1ull << q);
+      ps.mask &= ~(1ull << q);
     }
-    if (--port_packets_[port] == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
+    if (--ps.packets == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
   }
 
   uint16_t num_ports_ = 0;
@@ -182,8 +189,12 @@ class QueueBank {
   Timeslot now_ = 0;
   std::unique_ptr<Packet[]> slots_;
   std::vector<QueueState> queues_;
-  std::vector<uint64_t> port_masks_;
-  std::vector<uint32_t> port_packets_;
+  struct PortState {
+    uint64_t mask = 0;     // bit q: queue q non-empty
+    uint32_t packets = 0;  // over all queues of the port
+  };
+  std::vector<PortState> ports_;
+  uint64_t settled_ = 0;
   std::vector<uint64_t> nonempty_ports_;
 };
 

@@ -39,13 +39,13 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
                      Verdicts& out) final {
     auto* self = static_cast<Derived*>(this);
     QueueBank& b = this->bank();
+    out.set_now(now);
     for (uint32_t i = 0; i < n; ++i) {
-      QueueCounters& c = b.counters(ports[i], queues[i]);
-      ++c.arrived;
-      const uint64_t settled = c.enqueued + c.dropped_on_arrival;
-      out.set_context(ports[i], queues[i], now);
+      ++b.counters(ports[i], queues[i]).arrived;
+      const uint64_t settled = b.settled();
+      out.set_context(ports[i], queues[i]);
       self->enqueue(pkts[i], ports[i], queues[i], now, out);
-      if (__builtin_expect(c.enqueued + c.dropped_on_arrival == settled, 0)) out.drop(pkts[i], Reason::kBankOverflow);
+      if (__builtin_expect(b.settled() == settled, 0)) out.drop(pkts[i], Reason::kBankOverflow);
     }
   }
 };

@@ -16,20 +16,26 @@ namespace flexplane {
 class RoutingTable {
  public:
   RoutingTable() = default;
-  RoutingTable(uint32_t num_endpoints, uint32_t salt) : salt_(salt), groups_(num_endpoints) {}
+  RoutingTable(uint32_t num_endpoints, uint32_t salt)
+      : salt_(salt), direct_(num_endpoints, kNoRoute), groups_(num_endpoints) {}
 
   // Replace the candidate ports for `dst`.
   void set(EndpointId dst, const std::vector<PortId>& ports) {
-    if (dst >= groups_.size()) groups_.resize(dst + 1);
+    if (dst >= groups_.size()) {
+      groups_.resize(dst + 1);
+      direct_.resize(dst + 1, kNoRoute);
+    }
     groups_[dst] = Group{static_cast<uint32_t>(ports_.size()), static_cast<uint16_t>(ports.size())};
     ports_.insert(ports_.end(), ports.begin(), ports.end());
+    direct_[dst] = ports.size() == 1 ? ports[0] : kEcmp;
   }
 
   // Output port for `p`, or kNoRoute if its destination is unknown.
   PortId route(const Packet& p) const {
-    if (p.dst >= groups_.size()) return kNoRoute;
+    if (p.dst >= direct_.size()) return kNoRoute;
+    const PortId direct = direct_[p.dst];  // one load for single-path destinations
+    if (direct != kEcmp) return direct;
     const Group g = groups_[p.dst];
-    if (g.count <= 1) return g.count ? ports_[g.first] : kNoRoute;
     return ports_[g.first + flow_hash(p.flow, salt_) % g.count];
   }
 
@@ -45,7 +51,9 @@ class RoutingTable {
     uint32_t first = 0;
     uint16_t count = 0;
   };
+  static constexpr PortId kEcmp = 0xFFFE;  // marker in direct_: hash over the group
   uint32_t salt_ = 0;
+  std::vector<PortId> direct_;  // the port, kEcmp, or kNoRoute
   std::vector<Group> groups_;
   std::vector<PortId> ports_;
 };

@@ -28,15 +28,21 @@ class Verdicts {
   Verdicts() = default;
   Verdicts(QueueBank* bank, uint32_t router_id, EventSink* sink) : bank_(bank), router_id_(router_id), sink_(sink) {}
 
-  // Set by the framework before each enqueue/schedule call.
-  void set_context(PortId port, QueueId q, Timeslot now) {
+  // Set by the framework: the timeslot once per batch, the queue before each
+  // enqueue call.
+  void set_now(Timeslot now) { now_ = now; }
+  void set_context(PortId port, QueueId q) {
     port_ = port;
     queue_ = q;
-    now_ = now;
+  }
+  void set_context(PortId port, QueueId q, Timeslot now) {
+    set_context(port, q);
+    set_now(now);
   }
 
   // The arriving packet is refused (not enqueued).
   void drop(const Packet& p, Reason r) {
+    bank_->count_refusal();
     QueueCounters& c = bank_->counters(port_, queue_);
     ++c.dropped_on_arrival;
     ++c.drops[static_cast<unsigned>(r)];

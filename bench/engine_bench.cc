@@ -6,8 +6,13 @@
 // Reported counters:
 //   hops_per_s        router packet-hops per second (all cores)
 //   hops_per_s_core   the same divided by the number of cores
+//   hops_per_cpu_s    router packet-hops per CPU-second of the whole process:
+//                     the per-core rate with time spent descheduled (shared,
+//                     noisy machines) left out
 // Run: make bench   (see docs/performance.md)
 #include <benchmark/benchmark.h>
+
+#include <ctime>
 
 #include "emulator/backlog_traffic.h"
 #include "emulator/engine.h"
@@ -31,6 +36,12 @@ std::vector<std::unique_ptr<Router>> make_routers(const Topology& t, const std::
   return out;
 }
 
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 void run(benchmark::State& state, const std::string& scheme) {
   const uint32_t cores = static_cast<uint32_t>(state.range(0));
   Topology topo = cores == 1 ? make_single_rack(kEndpointsPerRack, 1)
@@ -46,6 +57,7 @@ void run(benchmark::State& state, const std::string& scheme) {
   engine.run(1000);  // warm up: queues, caches, page faults
   const uint64_t hops0 = engine.router_packet_hops();
   const double wall0 = engine.wall_seconds();
+  const double cpu0 = process_cpu_seconds();
   Timeslot end = engine.now();
   for (auto _ : state) {
     end += kTimeslotsPerIteration;
@@ -53,9 +65,11 @@ void run(benchmark::State& state, const std::string& scheme) {
   }
   const double hops = static_cast<double>(engine.router_packet_hops() - hops0);
   const double secs = engine.wall_seconds() - wall0;
+  const double cpu = process_cpu_seconds() - cpu0;
   state.counters["hops_per_s"] = hops / secs;
   state.counters["hops_per_s_core"] = hops / secs / cores;
   state.counters["ns_per_hop_core"] = secs * 1e9 * cores / hops;
+  state.counters["hops_per_cpu_s"] = hops / cpu;
   state.SetItemsProcessed(static_cast<int64_t>(hops));
 }
 

@@ -3,6 +3,8 @@
 //   flexplane-emulator run CONFIG [--variant NAME]... [--out DIR] [--cores N] [--quiet]
 //   flexplane-emulator check CONFIG
 //   flexplane-emulator list
+//   flexplane-emulator live CONFIG [--out DIR] [--duration-s S] [--record] ... -- <EAL args>
+//   flexplane-emulator replay CONFIG --arrivals FILE --out DIR
 //
 // Exit status: 0 success, 2 bad configuration or arguments, 1 other failure.
 #include <CLI/CLI.hpp>
@@ -14,6 +16,7 @@
 
 #include "api/registry.h"
 #include "emulator/config.h"
+#include "emulator/live/live_run.h"
 #include "emulator/run.h"
 #include "emulator/version.h"
 
@@ -89,14 +92,64 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("list", "list schemes, components and their parameters");
 
+  // Live emulation (docs/live.md). DPDK EAL arguments follow '--'.
+  live::LiveArgs la;
+  auto* live_cmd = app.add_subcommand(
+      "live", "emulate in real time for endpoints speaking the wire protocol over a DPDK port; EAL args after '--'");
+  live_cmd->add_option("config", la.config, "experiment YAML file (topology, routers, live: section)")->required();
+  live_cmd->add_option("--variant", la.variant, "the variant to emulate (configs with variants)");
+  live_cmd->add_option("--out", la.out_dir, "results folder (overrides output.dir)");
+  live_cmd->add_option("--duration-s", la.duration_s, "stop after this many seconds (default: at SIGINT/SIGTERM)")
+      ->check(CLI::NonNegativeNumber);
+  live_cmd->add_flag("--record", la.record, "write arrivals.csv and verdicts.csv (for `replay`)");
+  live_cmd->add_option("--port", la.port, "DPDK port id (default 0)");
+  live_cmd->add_option("--prio", la.prio, "request feature PRIO: auto (from the schemes) | on | off");
+  live_cmd->add_option("--req-custom", la.req_custom, "custom bytes per request (0..16, default 0)")->check(CLI::Range(0, 16));
+  live_cmd->add_option("--verdict-custom", la.verdict_custom, "custom bytes per verdict (0..16, default 0)")
+      ->check(CLI::Range(0, 16));
+  live_cmd->add_option("--window", la.window, "protocol window per endpoint, a power of two (default 4096)")
+      ->check(CLI::Range(2, 32768));
+  live_cmd->add_option("--idle-sleep-us", la.idle_sleep_us,
+                       "comm core sleep when idle (default 20 with live.sleep_when_ahead, else 0 = busy poll)");
+  live_cmd->add_flag("-q,--quiet", la.quiet, "no periodic counter lines on stderr");
+
+  live::ReplayArgs ra;
+  auto* replay_cmd = app.add_subcommand("replay", "replay a live run's arrivals.csv in virtual time -> verdicts.csv");
+  replay_cmd->add_option("config", ra.config, "the experiment YAML file of the live run")->required();
+  replay_cmd->add_option("--variant", ra.variant, "the variant (configs with variants)");
+  replay_cmd->add_option("--arrivals", ra.arrivals, "arrivals.csv written by `live --record`")->required();
+  replay_cmd->add_option("--out", ra.out_dir, "folder for verdicts.csv")->required();
+  replay_cmd->add_option("--end-timeslot", ra.end_timeslot,
+                         "run until this timeslot (default: end_timeslot of live_summary.yaml beside the arrivals)");
+  replay_cmd->add_option("--cores", ra.cores, "emulation cores (default: run.cores)")->check(CLI::Range(1, 256));
+
+  // Everything after the first '--' belongs to the DPDK EAL (live only).
+  std::vector<std::string> eal_args;
+  int cli_argc = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      cli_argc = i;
+      for (int j = i + 1; j < argc; ++j) eal_args.emplace_back(argv[j]);
+      break;
+    }
+
   try {
-    app.parse(argc, argv);
+    app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
 
   try {
+    if (app.got_subcommand("live")) {
+      la.eal_args = eal_args;
+      return live::run_live(la);
+    }
+    if (!eal_args.empty()) {
+      std::fprintf(stderr, "error: arguments after '--' are only for `live` (DPDK EAL)\n");
+      return 2;
+    }
+    if (app.got_subcommand("replay")) return live::run_replay(ra);
     if (app.got_subcommand("list")) {
       list_all();
       return 0;

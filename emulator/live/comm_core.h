@@ -1,0 +1,195 @@
+// The communication core of the live emulator (docs/live.md).
+//
+// One thread (a DPDK lcore or a plain thread) owns one ethdev port (any PMD:
+// net_af_packet, net_af_xdp, net_tap, net_ring, a real NIC) and speaks the
+// wire protocol (docs/protocol.md) with every endpoint of the topology:
+//
+//   rx burst -> Ethernet / ARP / IPv4 / UDP, every field bounds-checked; a bad
+//               frame is counted by reason (RxDrop) and dropped, never a crash
+//            -> source IPv4 address -> endpoint id -> its fp_emu_conn
+//            -> each new request -> Packet -> LiveTraffic::submit()
+//               (refused, or unknown dst: answered at once with a DROP verdict)
+//   LiveTraffic::collect() -> the request's token -> fp_emu_push_verdict()
+//   fp_emu_poll() of connections with news or due timers -> UDP/IPv4/Ethernet
+//               frames built in software (IPv4 and UDP checksums computed
+//               here, no offload) -> tx burst
+//
+// Not thread-safe: poll_once() and everything else from one thread. Counters
+// are plain integers, formatted only when asked.
+#pragma once
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/reason.h"
+#include "emulator/live_traffic.h"
+#include "fp_emu_conn.h"
+
+namespace flexplane::live {
+
+inline constexpr uint16_t kBurst = 32;
+
+// Why a received frame was dropped before reaching a protocol connection (or
+// by it). Names are the CSV / console names.
+enum class RxDrop : uint8_t {
+  kRunt,             // shorter than an Ethernet header
+  kMultiSegment,     // chained mbuf (jumbo frame); never expected
+  kNonIpv4,          // ethertype neither IPv4 nor ARP (IPv6, VLAN, LLDP, ...)
+  kArpMalformed,     // ARP too short, or not Ethernet/IPv4 ARP
+  kArpIgnored,       // well-formed ARP that is not a request for our address
+  kEthWrongDst,      // unicast frame to another MAC
+  kIpTruncated,      // shorter than the IPv4 header (incl. options)
+  kIpBadVersion,     // version != 4
+  kIpBadIhl,         // header length < 20
+  kIpBadLength,      // total_length < header or > frame
+  kIpBadChecksum,    // header checksum wrong
+  kIpFragment,       // MF set or fragment offset != 0 (the protocol never fragments)
+  kIpNotUdp,         // ICMP, TCP, ...
+  kIpWrongDst,       // not addressed to live.emulator_ip
+  kUdpTruncated,     // IP payload shorter than a UDP header
+  kUdpBadLength,     // UDP length < 8 or > IP payload
+  kUdpWrongPort,     // not live.udp_port
+  kUnknownSrc,       // source address not in live.endpoint_ips (HELLOs get REJECT)
+  kProtoDecode,      // fp_emu_rx: undecodable datagram (ETRUNC, EMAGIC, ELEN, EFIELD, ...)
+  kProtoStale,       // fp_emu_rx: well-formed, wrong session/state (answered with RESET)
+  kProtoOther,       // fp_emu_rx: any other refusal
+  kCount
+};
+inline constexpr unsigned kNumRxDrops = static_cast<unsigned>(RxDrop::kCount);
+const char* rx_drop_name(RxDrop r);
+bool rx_drop_is_malformed(RxDrop r);  // kArpIgnored, kProtoStale: not malformed, just not for us
+
+struct CommStats {
+  uint64_t loops = 0, busy_loops = 0;
+  uint64_t rx_frames = 0, rx_bytes = 0;
+  uint64_t tx_frames = 0, tx_bytes = 0;
+  uint64_t tx_failed = 0;     // tx burst did not take them (freed; the protocol retransmits)
+  uint64_t mbuf_alloc_failed = 0;
+  uint64_t arp_replies = 0;
+  uint64_t rejects_unknown = 0;  // REJECT(UNKNOWN_ENDPOINT) sent
+  uint64_t rx_drops[kNumRxDrops] = {};
+
+  uint64_t requests = 0;          // accepted by the protocol (each owes one verdict)
+  uint64_t submitted = 0;         // handed to the engine
+  uint64_t refused_by_engine = 0; // LiveTraffic::submit refused: DROP verdict
+  uint64_t bad_dst = 0;           // unknown / own destination: DROP verdict
+  uint64_t refused_after_stop = 0;  // arrived after the engine stopped: DROP verdict
+  uint64_t verdicts_collected = 0;  // from the engine
+  uint64_t verdicts_pushed = 0;     // engine + local, into connections
+  uint64_t verdicts_stale = 0;      // for a session that is gone (discarded)
+  uint64_t verdicts_orphan = 0;     // no pending request (never expected)
+  uint64_t releases = 0, marks = 0, drops = 0;  // engine verdicts by action
+  uint64_t drop_reasons[kNumReasons] = {};      // engine drop verdicts by reason
+
+  uint64_t malformed() const;
+  uint64_t rx_dropped() const;
+};
+
+struct CommCoreConfig {
+  uint16_t port_id = 0;
+  std::string emulator_ip = "10.77.0.2";
+  uint16_t udp_port = 9977;
+  std::vector<std::string> endpoint_ips;  // index = endpoint id
+  uint16_t apkt_bytes = 1500;             // told to endpoints in WELCOME
+  uint8_t req_custom_len = 0;
+  uint8_t verdict_custom_len = 0;
+  uint8_t features = 0;                   // FP_FEAT_*
+  std::string scheme;                     // "" = don't check the endpoint's name
+  uint32_t window = 4096;                 // per endpoint verdict ring (power of two, <= 32768)
+  uint64_t epoch_seed = 0;                // 0 = from the clock and getrandom() (every start differs)
+  uint64_t rto_ns = 0, rto_max_ns = 0, ack_delay_ns = 0;  // 0 = protocol defaults
+  uint64_t idle_sleep_ns = 0;             // run(): sleep this long after 256 idle loops (0 = pure polling)
+};
+
+// Configures `port` with one rx and one tx queue, starts it and enables
+// promiscuous mode. Returns "" or an error message.
+std::string setup_port(uint16_t port, rte_mempool* pool, uint16_t rx_desc = 1024, uint16_t tx_desc = 1024);
+
+uint64_t mono_ns();
+
+class CommCore {
+ public:
+  // Throws std::invalid_argument for a bad configuration (addresses, window).
+  CommCore(const CommCoreConfig& cfg, LiveTraffic& traffic, rte_mempool* pool);
+  ~CommCore();
+  CommCore(const CommCore&) = delete;
+  CommCore& operator=(const CommCore&) = delete;
+
+  // One iteration: rx burst, collect verdicts, send what is due, tx burst.
+  // Returns whether anything happened.
+  bool poll_once(uint64_t now_ns);
+
+  // After the engine stopped: new requests are answered with DROP at once
+  // (counted as refused_after_stop) instead of waiting forever.
+  void set_engine_stopped(bool stopped) { engine_stopped_ = stopped; }
+
+  // Keep every verdict collected from the engine (for verdicts.csv).
+  void record_verdicts(std::vector<LiveVerdict>* out) { record_ = out; }
+
+  const CommStats& stats() const { return stats_; }
+  // Per-connection protocol counters, summed over endpoints.
+  fp_emu_stats proto_stats() const;
+  const rte_ether_addr& mac() const { return mac_; }
+  uint32_t num_endpoints() const { return static_cast<uint32_t>(conns_.size()); }
+  const fp_emu_conn& conn(uint32_t endpoint) const { return conns_[endpoint]; }
+  // Requests handed to the engine whose verdict has not come back yet.
+  uint64_t pending() const;
+
+  // "name,value" lines (comm_counters.csv) and a one-line console summary.
+  void write_counters_csv(const std::string& path) const;
+  std::vector<std::pair<std::string, uint64_t>> counters() const;
+
+ private:
+  struct Peer;
+  class PendingTable;
+
+  void handle_frame(rte_mbuf* m, uint64_t now_ns);
+  void handle_arp(rte_mbuf* m, uint8_t* l3, uint32_t len);
+  void handle_udp(rte_mbuf* m, const uint8_t* eth, const uint8_t* ip, const uint8_t* payload, uint32_t len,
+                  uint64_t now_ns);
+  void handle_verdict(const LiveVerdict& v, uint64_t now_ns);
+  void push_local_drop(uint32_t endpoint, const fp_emu_token& tok, const fp_request& req, uint64_t now_ns);
+  void send_conn(uint32_t endpoint, uint64_t now_ns);
+  void mark_dirty(uint32_t endpoint);
+  rte_mbuf* new_frame();
+  void finish_frame(rte_mbuf* m, const rte_ether_addr& dst_mac, uint32_t dst_ip_be, uint16_t dst_port_be,
+                    uint16_t payload_len);
+  void queue_tx(rte_mbuf* m);
+  void flush_tx();
+  void drop(RxDrop r) { ++stats_.rx_drops[static_cast<unsigned>(r)]; }
+  static int on_request(void* ctx, const fp_emu_token* tok, const fp_request* req);
+
+  CommCoreConfig cfg_;
+  LiveTraffic& traffic_;
+  rte_mempool* pool_;
+  rte_ether_addr mac_{};
+  uint32_t ip_be_ = 0;
+  uint16_t port_be_ = 0;
+  uint16_t ip_id_ = 0;
+  std::vector<std::pair<uint32_t, uint16_t>> ip_to_ep_;  // sorted (ip host order, endpoint)
+  std::vector<fp_emu_conn> conns_;
+  std::vector<std::vector<fp_verdict>> rings_;
+  std::vector<Peer> peers_;
+  std::unique_ptr<PendingTable> pending_;
+  std::vector<uint32_t> dirty_;
+  std::vector<uint8_t> is_dirty_;
+  uint64_t next_timer_ns_ = 0;
+  bool engine_stopped_ = false;
+  uint32_t cur_ep_ = 0;  // endpoint whose datagram fp_emu_rx is processing
+  uint64_t cur_now_ = 0;
+  rte_mbuf* tx_[kBurst];
+  uint32_t tx_len_[kBurst];
+  uint16_t ntx_ = 0;
+  rte_mbuf* spare_ = nullptr;
+  std::vector<LiveVerdict>* record_ = nullptr;
+  std::vector<LiveVerdict> vbuf_;
+  CommStats stats_;
+};
+
+}  // namespace flexplane::live

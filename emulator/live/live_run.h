@@ -1,0 +1,45 @@
+// `flexplane-emulator live` and `flexplane-emulator replay` (docs/live.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emulator/live_traffic.h"
+
+namespace flexplane::live {
+
+struct LiveArgs {
+  std::string config;
+  std::string variant;         // required when the config has several
+  std::string out_dir;         // default: the config's output.dir
+  double duration_s = 0;       // 0 = until SIGINT / SIGTERM
+  bool record = false;         // arrivals.csv + verdicts.csv
+  uint16_t port = 0;           // DPDK port id
+  std::string prio = "auto";   // auto | on | off: request feature PRIO
+  uint32_t req_custom = 0, verdict_custom = 0;  // custom bytes per request / verdict
+  uint32_t window = 4096;      // protocol window per endpoint (power of two)
+  double idle_sleep_us = -1;   // comm core sleep when idle; -1 = 20 if live.sleep_when_ahead else 0
+  bool quiet = false;          // no periodic console lines (CSV still written)
+  std::vector<std::string> eal_args;
+};
+
+struct ReplayArgs {
+  std::string config;
+  std::string variant;
+  std::string arrivals;
+  std::string out_dir;
+  int64_t end_timeslot = -1;   // -1: live_summary.yaml beside the arrivals, else last arrival + drain
+  uint32_t cores = 0;          // 0 = from the config
+};
+
+// Both return the process exit status (0 ok, 2 bad config / arguments, 1 other).
+int run_live(const LiveArgs& args);
+int run_replay(const ReplayArgs& args);
+
+void write_arrivals_csv(const std::string& path, const std::vector<RecordedArrival>& arrivals);
+std::vector<RecordedArrival> read_arrivals_csv(const std::string& path);  // throws std::runtime_error
+// Sorts (sort_verdicts) and writes timeslot,action,reason,src,dst,flow,seq.
+void write_verdicts_csv(const std::string& path, std::vector<LiveVerdict> verdicts);
+
+}  // namespace flexplane::live
