@@ -54,13 +54,18 @@ Topology parse_topology(const YAML::Node& node, const std::string& file, const s
 }
 
 void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path) {
+  // Naming a (different) component starts its parameters afresh: values set
+  // at a broader level were meant for the component named there.
+  auto rename = [&](const std::string& name) {
+    if (name != spec.name) spec.params = ParamValues{};
+    spec.name = name;
+  };
   if (node.IsScalar()) {  // shorthand: `scheduler: drr`
-    spec.name = node.Scalar();
-    spec.params = ParamValues{};
+    rename(node.Scalar());
     return;
   }
   require_map(node, file, path);
-  if (node["name"]) spec.name = get_string(node, "name", "", file, path);
+  if (node["name"]) rename(get_string(node, "name", "", file, path));
   ParamValues extra = to_params(node, "name", file, path);
   for (auto& kv : extra.entries) spec.params.set(kv.first, kv.second);  // later levels override earlier
 }
@@ -69,11 +74,11 @@ void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::str
 void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
   check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router"}, file, path);
   if (node["scheme"]) {
-    spec.scheme = get_string(node, "scheme", "", file, path);
-    // A new scheme resets component names picked at a broader level.
-    spec.classifier.name.clear();
-    spec.queue_manager.name.clear();
-    spec.scheduler.name.clear();
+    const std::string scheme = get_string(node, "scheme", "", file, path);
+    // Switching scheme resets the components (names and parameters) chosen at
+    // broader levels: they belonged to the other scheme.
+    if (scheme != spec.scheme) spec.classifier = spec.queue_manager = spec.scheduler = ComponentSpec{};
+    spec.scheme = scheme;
   }
   if (node["classifier"]) parse_component(node["classifier"], spec.classifier, file, path + ".classifier");
   if (node["queue_manager"]) parse_component(node["queue_manager"], spec.queue_manager, file, path + ".queue_manager");

@@ -157,3 +157,22 @@ def test_variants_run_into_their_own_folders_and_can_be_selected(tmp_path: Path)
     assert meta["endpoint_priority"] == "remaining_size"
     r = run("run", str(cfg), "--variant", "zzz")
     assert r.returncode == 2 and "no variant named 'zzz'" in r.stderr
+
+
+def test_router_levels_override_and_a_new_scheme_starts_fresh(tmp_path: Path) -> None:
+    # The example of docs/config.md: parameters given for dctcp at `default`
+    # must not leak into the spine, which switches to red.
+    cfg = write(tmp_path, SMALL.replace(
+        "routers:\n  default: {scheme: droptail, queue_manager: {capacity_pkts: 32}}",
+        "routers:\n"
+        "  default: {scheme: dctcp, queue_manager: {k_pkts: 20}}\n"
+        "  spine: {scheme: red, queue_manager: {ecn: true, min_th_pkts: 50, max_th_pkts: 150}}\n"
+        "  tor1: {classifier: {name: by_source, num_queues: 4}, scheduler: drr}\n"))
+    r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    routers = yaml.safe_load((tmp_path / "out" / "metadata.yaml").read_text())["routers"]
+    assert routers["tor0"]["queue_manager"]["name"] == "dctcp" and routers["tor0"]["queue_manager"]["k_pkts"] == 20
+    assert routers["spine1"]["queue_manager"]["name"] == "red" and routers["spine1"]["queue_manager"]["ecn"] is True
+    assert routers["spine1"]["queue_manager"]["min_th_pkts"] == 50
+    assert routers["tor1"]["classifier"]["name"] == "by_source" and routers["tor1"]["scheduler"]["name"] == "drr"
+    assert routers["tor1"]["queue_manager"]["k_pkts"] == 20  # tor1 keeps dctcp from default

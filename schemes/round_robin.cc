@@ -1,0 +1,31 @@
+// Round robin: each port serves its non-empty queues in turn, one packet each, resuming after
+// the queue it served last. Two find-first-sets on the non-empty mask: O(1) per packet.
+#include <vector>
+
+#include "api/registry.h"
+
+namespace flexplane {
+
+class RoundRobinScheduler : public Scheduler<RoundRobinScheduler, NoParams> {
+ public:
+  void on_bind() { last_.assign(shape().num_ports, kMaxQueuesPerPort - 1); }  // first turn: queue 0
+
+  bool schedule(PortId port, Timeslot, Packet& out) {
+    const uint64_t live = bank().nonempty_queues(port);
+    const unsigned next = last_[port] + 1u;
+    const uint64_t after = next < kMaxQueuesPerPort ? live & (~0ull << next) : 0;  // queues after the last served
+    const QueueId q = static_cast<QueueId>(__builtin_ctzll(after ? after : live));
+    last_[port] = q;
+    out = bank().pop(port, q);
+    return true;
+  }
+
+ private:
+  std::vector<QueueId> last_;  // per port: the queue served last
+};
+
+FLEXPLANE_REGISTER_SCHEDULER(RoundRobinScheduler, "round_robin", "one packet from each non-empty queue in turn");
+FLEXPLANE_REGISTER_SCHEME("round_robin", "per-source round robin (drop tail per queue)", "by_source", "droptail",
+    "round_robin");
+
+}  // namespace flexplane

@@ -1,0 +1,157 @@
+// Test helper for schemes: a real PatternRouter built from registry names and
+// parameters, with dst endpoint i routed to port i, a drop log, and the
+// framework's accounting invariants. Header only; include from *_test.cc.
+//
+//   TestRouter r(2, {{"single"}, {"droptail", {{"capacity_pkts", "4"}}}, {"fifo"}});
+//   r.input({pkt(1, 0, /*dst=*/1)}, /*now=*/0);
+//   auto sent = r.output(0);  // [(port, packet)]
+//   r.check_invariants();
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/pattern_router.h"
+#include "api/registry.h"
+#include "api/routing_table.h"
+
+namespace flexplane::test {
+
+// A component by registry name, with parameters as a config would give them.
+struct Spec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> params = {};
+};
+
+struct Components {
+  Spec classifier;
+  Spec queue_manager;
+  Spec scheduler;
+};
+
+// The components of a registered scheme preset, with no parameter overrides.
+inline Components preset(const std::string& scheme) {
+  const SchemePreset* s = SchemeRegistry::instance().find(scheme);
+  REQUIRE(s != nullptr);
+  return {{s->classifier}, {s->queue_manager}, {s->scheduler}};
+}
+
+template <class Base>
+std::unique_ptr<Base> make_component(const Spec& spec) {
+  ParamValues values;
+  values.where = "test";
+  for (const auto& [k, v] : spec.params) values.set(k, v);
+  return Registry<Base>::instance().get(spec.name, "test").make(values, nullptr);
+}
+
+// A 1500-byte abstract packet of `flow` to endpoint `dst` (so it leaves on port `dst`).
+inline Packet pkt(uint32_t flow, uint32_t seq, EndpointId dst = 0, uint16_t size_bytes = 1500) {
+  Packet p{};
+  p.flow = flow;
+  p.seq = seq;
+  p.dst = dst;
+  p.size_bytes = size_bytes;
+  return p;
+}
+
+struct DropLog : EventSink {
+  struct Drop {
+    Packet p;
+    PortId port;
+    Reason reason;
+    Timeslot now;
+  };
+  std::vector<Drop> drops;
+  void on_drop(const Packet& p, uint32_t, PortId port, Reason r, Timeslot now) override {
+    drops.push_back({p, port, r, now});
+  }
+  size_t count(Reason r) const {
+    size_t n = 0;
+    for (const auto& d : drops) n += d.reason == r;
+    return n;
+  }
+};
+
+class TestRouter {
+ public:
+  TestRouter(uint16_t num_ports, const Components& c, uint64_t seed = 1, uint32_t mtu_bytes = 1500)
+      : routes_(num_ports, 0),
+        router_(make_component<ClassifierBase>(c.classifier), make_component<QueueManagerBase>(c.queue_manager),
+                make_component<SchedulerBase>(c.scheduler)) {
+    for (PortId i = 0; i < num_ports; ++i) routes_.set(i, {i});
+    RouterEnv env;
+    env.num_ports = num_ports;
+    env.mtu_bytes = mtu_bytes;
+    env.routes = &routes_;
+    env.sink = &log;
+    env.seed = seed;
+    router_.bind(env);
+  }
+  TestRouter(const TestRouter&) = delete;  // the router keeps pointers into this object
+  TestRouter& operator=(const TestRouter&) = delete;
+
+  void input(std::vector<Packet> pkts, Timeslot now) {
+    router_.input(pkts.data(), static_cast<uint32_t>(pkts.size()), now);
+  }
+  void input(const Packet& p, Timeslot now) { input(std::vector<Packet>{p}, now); }
+
+  // One timeslot of output: at most one (port, packet) per port.
+  std::vector<std::pair<PortId, Packet>> output(Timeslot now) {
+    const uint16_t n = bank().num_ports();
+    std::vector<Packet> out(n);
+    std::vector<PortId> ports(n);
+    const uint32_t m = router_.output(now, out.data(), ports.data());
+    std::vector<std::pair<PortId, Packet>> sent;
+    for (uint32_t i = 0; i < m; ++i) sent.emplace_back(ports[i], out[i]);
+    return sent;
+  }
+
+  // Output timeslots from `now` on until the router is empty; packets of `port` in send order.
+  std::vector<Packet> drain(PortId port, Timeslot now) {
+    std::vector<Packet> sent;
+    for (bool busy = true; busy; ++now) {
+      busy = false;
+      bank().for_each_nonempty_port([&](PortId) { busy = true; });
+      for (const auto& [p, pk] : output(now))
+        if (p == port) sent.push_back(pk);
+    }
+    return sent;
+  }
+
+  const QueueBank& bank() const { return router_.bank(); }
+  const QueueCounters& counters(PortId port, QueueId q = 0) const { return bank().counters(port, q); }
+  uint64_t drops(PortId port, QueueId q, Reason r) const { return counters(port, q).drops[static_cast<unsigned>(r)]; }
+  uint64_t marks(PortId port, QueueId q, Reason r) const { return counters(port, q).marks[static_cast<unsigned>(r)]; }
+
+  // The framework's accounting invariants, for every (port, queue), and the
+  // drop log agrees with the counters.
+  void check_invariants() const {
+    uint64_t all_drops = 0;
+    for (PortId port = 0; port < bank().num_ports(); ++port)
+      for (QueueId q = 0; q < bank().queues_per_port(); ++q) {
+        const QueueCounters& c = counters(port, q);
+        INFO("port " << port << " queue " << int(q));
+        REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
+        REQUIRE(c.enqueued == c.dequeued + c.dropped_from_queue + bank().packets(port, q));
+        uint64_t drops = 0, marks = 0;
+        for (unsigned r = 0; r < kNumReasons; ++r) drops += c.drops[r], marks += c.marks[r];
+        REQUIRE(drops == c.dropped_on_arrival + c.dropped_from_queue);
+        REQUIRE(marks == c.marked);
+        REQUIRE(c.drops[static_cast<unsigned>(Reason::kBankOverflow)] == 0);  // schemes must account for every packet
+        all_drops += drops;
+      }
+    REQUIRE(log.drops.size() == all_drops + router_.unrouted());
+  }
+
+  DropLog log;
+
+ private:
+  RoutingTable routes_;
+  PatternRouter router_;
+};
+
+}  // namespace flexplane::test
