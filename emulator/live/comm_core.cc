@@ -537,13 +537,16 @@ void CommCore::handle_udp(rte_mbuf*, const uint8_t* eth, const uint8_t* ip, cons
     else
       drop(RxDrop::kProtoOther);
   }
-  // Remember where the endpoint speaks from (also after a refusal: a HELLO
-  // answered with REJECT or a request answered with RESET needs an address).
-  Peer& p = peers_[e];
-  std::memcpy(&p.mac, eth + 6, 6);
-  std::memcpy(&p.ip_be, ip + 12, 4);
-  std::memcpy(&p.port_be, udp, 2);
-  p.known = true;
+  // Remember where the endpoint speaks from: after a datagram the protocol
+  // used, or one it answers (RESET for a stale session, REJECT for a HELLO of
+  // another version); not after undecodable junk.
+  if (rc == 0 || rc == -FP_ESTALE || rc == -FP_EVERSION) {
+    Peer& p = peers_[e];
+    std::memcpy(&p.mac, eth + 6, 6);
+    std::memcpy(&p.ip_be, ip + 12, 4);
+    std::memcpy(&p.port_be, udp, 2);
+    p.known = true;
+  }
   mark_dirty(e);
 }
 
