@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libyaml-cpp-dev libcli11-dev catch2 libbenchmark-dev
   dpdk libdpdk-dev
   clang libclang-rt-14-dev llvm linux-headers-amd64
-  iproute2 ethtool
+  iproute2 ethtool nftables
   python3 python3-venv
 )
 

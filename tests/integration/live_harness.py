@@ -32,15 +32,21 @@ live: {sleep_when_ahead: true, stats_interval_s: 0.5}
 
 
 def find_bin_dir() -> Path | None:
-    """FLEXPLANE_BIN_DIR, else the build folder holding both binaries, newest first."""
+    """FLEXPLANE_BIN_DIR, else build/ (what `make` builds), else the newest
+    build*/ folder holding both binaries."""
     env = os.environ.get("FLEXPLANE_BIN_DIR")
     if env:
         return Path(env)
+
+    def has_both(d: Path) -> bool:
+        return (d / "flexplane-emulator").exists() and (d / "flexplane-endpoint").exists()
+
+    if has_both(REPO / "build"):
+        return REPO / "build"
     best = None
     for d in sorted(REPO.glob("build*")):
-        emu, ep = d / "flexplane-emulator", d / "flexplane-endpoint"
-        if emu.exists() and ep.exists():
-            t = min(emu.stat().st_mtime, ep.stat().st_mtime)
+        if has_both(d):
+            t = min((d / "flexplane-emulator").stat().st_mtime, (d / "flexplane-endpoint").stat().st_mtime)
             if best is None or t > best[0]:
                 best = (t, d)
     return best[1] if best else None
