@@ -53,18 +53,12 @@ int fp_emu_conn_init(struct fp_emu_conn *c, const struct fp_emu_config *cfg,
 	c->ring = ring;
 	c->mask = ring_cap - 1;
 	c->window = ring_cap > 0xffffu ? 0xffffu : ring_cap;
-	c->entry_len = fp_verdict_entry_len(c->cfg.verdict_custom_len);
-	c->batch_max = fp_batch_max_entries(c->cfg.max_dgram, c->entry_len);
-	if (c->cfg.max_batch && c->cfg.max_batch < c->batch_max)
-		c->batch_max = c->cfg.max_batch;
-	if (c->batch_max == 0)
+	if (fp_gbn_init(&c->tx, fp_verdict_entry_len(c->cfg.verdict_custom_len),
+			c->cfg.max_dgram, c->cfg.max_batch, 0, c->cfg.rto_ns))
 		return -FP_EINVAL;
 	c->state = FP_EMU_IDLE;
 	c->next_epoch = cfg->epoch_seed;
-	c->rto_due = FP_TIME_NEVER;
-	c->rto_cur = c->cfg.rto_ns;
 	c->ack_due = FP_TIME_NEVER;
-	c->batch_due = FP_TIME_NEVER;
 	c->last_reset_tx = FP_TIME_NEVER;
 	c->last_rx = now_ns;
 	return 0;
@@ -106,13 +100,10 @@ static void emu_open_session(struct fp_emu_conn *c, const struct fp_hello *m, ui
 	c->session = epoch;
 	c->rnext = m->first_rseq;
 	c->inflight = 0;
-	c->v_una = c->v_snd = c->v_max = c->v_next = c->cfg.initial_vseq;
-	c->rto_due = FP_TIME_NEVER;
-	c->rto_cur = c->cfg.rto_ns;
+	fp_gbn_reset(&c->tx, c->cfg.initial_vseq, c->cfg.rto_ns);
+	c->v_next = c->cfg.initial_vseq;
 	c->ack_due = FP_TIME_NEVER;
-	c->batch_due = FP_TIME_NEVER;
 	c->nak_pending = 0;
-	c->nak_done = 0;
 	c->reset_pending = 0;
 	c->last_rx = now_ns;
 
@@ -189,25 +180,13 @@ static int emu_on_hello(struct fp_emu_conn *c, const uint8_t *buf, size_t len, u
 
 static void emu_on_vack(struct fp_emu_conn *c, uint32_t ack, bool nak, uint64_t now_ns)
 {
-	if (fp_seq_lt(c->v_una, ack) && fp_seq_le(ack, c->v_max)) {
-		uint32_t n = ack - c->v_una;
+	uint32_t n = fp_gbn_ack(&c->tx, ack, now_ns, c->cfg.rto_ns);
 
-		/* Saturate: only an engine pushing two verdicts for one token
-		 * could make n exceed inflight. */
-		c->inflight = n > c->inflight ? 0 : c->inflight - n;
-		c->v_una = ack;
-		if (fp_seq_lt(c->v_snd, ack))
-			c->v_snd = ack;
-		c->rto_cur = c->cfg.rto_ns;
-		c->nak_done = 0;
-		c->rto_due = c->v_una == c->v_max ? FP_TIME_NEVER
-						 : fp_time_add(now_ns, c->rto_cur);
-	}
-	if (nak && !c->nak_done && ack == c->v_una && c->v_una != c->v_max) {
-		c->v_snd = c->v_una;
-		c->nak_done = 1;
+	/* Saturate: only an engine pushing two verdicts for one token could
+	 * make n exceed inflight. */
+	c->inflight = n > c->inflight ? 0 : c->inflight - n;
+	if (nak && fp_gbn_nak(&c->tx, ack))
 		c->stats.naks++;
-	}
 }
 
 static int emu_on_requests(struct fp_emu_conn *c, const uint8_t *buf, size_t len,
@@ -317,7 +296,7 @@ int fp_emu_push_verdict(struct fp_emu_conn *c, const struct fp_emu_token *tok,
 	}
 	if (!fp_action_valid(v->action) || !fp_seq_lt(tok->rseq, c->rnext))
 		return -FP_EINVAL;
-	if (c->v_next - c->v_una > c->mask)
+	if (c->v_next - c->tx.una > c->mask)
 		return -FP_ENOSPC; /* cannot happen: inflight <= window <= ring */
 	slot = &c->ring[c->v_next & c->mask];
 	*slot = *v;
@@ -326,8 +305,7 @@ int fp_emu_push_verdict(struct fp_emu_conn *c, const struct fp_emu_token *tok,
 		  FP_MAX_CUSTOM - c->cfg.verdict_custom_len);
 	c->v_next++;
 	c->stats.verdicts++;
-	if (c->batch_due == FP_TIME_NEVER)
-		c->batch_due = fp_time_add(now_ns, c->cfg.batch_delay_ns);
+	fp_gbn_queued(&c->tx, now_ns, c->cfg.batch_delay_ns);
 	return 0;
 }
 
@@ -335,29 +313,21 @@ static int emu_send_batch(struct fp_emu_conn *c, uint64_t now_ns, uint8_t *buf, 
 			  uint32_t count)
 {
 	struct fp_batch_writer w;
-	uint32_t k;
+	uint32_t k, resent;
 	uint8_t flags = c->nak_pending ? FP_F_NAK : 0;
 	int rc = fp_batch_begin(&w, buf, cap, FP_MSG_VERDICTS, c->session, flags,
-				c->cfg.verdict_custom_len, c->rnext, c->v_snd);
+				c->cfg.verdict_custom_len, c->rnext, c->tx.snd);
 
 	if (rc < 0)
 		return rc;
 	for (k = 0; k < count; k++) {
-		rc = fp_batch_add_verdict(&w, &c->ring[(c->v_snd + k) & c->mask]);
+		rc = fp_batch_add_verdict(&w, &c->ring[(c->tx.snd + k) & c->mask]);
 		if (rc < 0)
 			return rc;
 	}
-	for (k = 0; k < count; k++) {
-		if (fp_seq_lt(c->v_snd, c->v_max))
-			c->stats.verdicts_resent++;
-		else
-			c->stats.verdicts_sent++;
-		c->v_snd++;
-	}
-	if (fp_seq_lt(c->v_max, c->v_snd))
-		c->v_max = c->v_snd;
-	if (count && c->rto_due == FP_TIME_NEVER)
-		c->rto_due = fp_time_add(now_ns, c->rto_cur);
+	resent = fp_gbn_sent(&c->tx, count, c->v_next, now_ns);
+	c->stats.verdicts_resent += resent;
+	c->stats.verdicts_sent += count - resent;
 	c->ack_due = FP_TIME_NEVER;
 	c->nak_pending = 0;
 	c->stats.tx_dgrams++;
@@ -366,7 +336,6 @@ static int emu_send_batch(struct fp_emu_conn *c, uint64_t now_ns, uint8_t *buf, 
 
 int fp_emu_poll(struct fp_emu_conn *c, uint64_t now_ns, uint8_t *buf, size_t cap)
 {
-	uint32_t n, max;
 	int rc;
 
 	if (cap > c->cfg.max_dgram)
@@ -405,28 +374,13 @@ int fp_emu_poll(struct fp_emu_conn *c, uint64_t now_ns, uint8_t *buf, size_t cap
 	}
 	if (c->state != FP_EMU_ESTABLISHED)
 		return 0;
-	if (c->rto_due <= now_ns) {
-		if (c->v_una == c->v_max) {
-			c->rto_due = FP_TIME_NEVER;
-		} else {
-			c->stats.timeouts++;
-			c->v_snd = c->v_una;
-			c->rto_cur = fp_min_u64(c->rto_cur * 2, c->cfg.rto_max_ns);
-			c->rto_due = fp_time_add(now_ns, c->rto_cur);
-		}
-	}
-	n = c->v_next - c->v_snd;
-	if (n > 0 && (c->v_snd != c->v_max || n >= c->batch_max || c->batch_due <= now_ns)) {
-		max = fp_batch_max_entries(cap, c->entry_len);
-		if (max > c->batch_max)
-			max = c->batch_max;
-		if (max == 0)
-			return -FP_ENOSPC;
-		rc = emu_send_batch(c, now_ns, buf, cap, n < max ? n : max);
-		if (rc >= 0)
-			c->batch_due = c->v_next != c->v_snd ? now_ns : FP_TIME_NEVER;
+	if (fp_gbn_timer(&c->tx, now_ns, c->cfg.rto_max_ns))
+		c->stats.timeouts++;
+	rc = fp_gbn_batch(&c->tx, c->v_next - c->tx.snd, cap, now_ns);
+	if (rc > 0)
+		return emu_send_batch(c, now_ns, buf, cap, (uint32_t)rc);
+	if (rc < 0)
 		return rc;
-	}
 	if (c->ack_due <= now_ns) {
 		c->stats.acks_sent++;
 		return emu_send_batch(c, now_ns, buf, cap, 0);
@@ -436,21 +390,11 @@ int fp_emu_poll(struct fp_emu_conn *c, uint64_t now_ns, uint8_t *buf, size_t cap
 
 uint64_t fp_emu_next_deadline(const struct fp_emu_conn *c)
 {
-	uint64_t d;
-	uint32_t n;
-
 	if (c->reject_pending || c->welcome_pending || c->reset_pending)
 		return 0;
 	if (c->state != FP_EMU_ESTABLISHED)
 		return FP_TIME_NEVER;
-	d = fp_min_u64(c->rto_due, c->ack_due);
-	n = c->v_next - c->v_snd;
-	if (n > 0) {
-		if (c->v_snd != c->v_max || n >= c->batch_max)
-			return 0;
-		d = fp_min_u64(d, c->batch_due);
-	}
-	return d;
+	return fp_min_u64(fp_gbn_deadline(&c->tx, c->v_next - c->tx.snd), c->ack_due);
 }
 
 void fp_emu_drop_session(struct fp_emu_conn *c, uint64_t now_ns)
@@ -464,10 +408,8 @@ void fp_emu_drop_session(struct fp_emu_conn *c, uint64_t now_ns)
 	c->session = 0;
 	c->welcome_pending = 0;
 	c->inflight = 0;
-	c->v_una = c->v_snd = c->v_max = c->v_next;
-	c->rto_due = FP_TIME_NEVER;
+	fp_gbn_reset(&c->tx, c->v_next, c->cfg.rto_ns);
 	c->ack_due = FP_TIME_NEVER;
-	c->batch_due = FP_TIME_NEVER;
 }
 
 int fp_emu_reject_unknown(const uint8_t *hello, size_t len, uint8_t *buf, size_t cap)

@@ -30,7 +30,7 @@
 #ifndef FP_EMU_CONN_H
 #define FP_EMU_CONN_H
 
-#include "fp_wire.h"
+#include "fp_gbn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,12 +94,10 @@ struct fp_emu_conn {
 	struct fp_verdict *ring;
 	uint32_t mask;              /* ring capacity - 1 */
 	uint32_t window;            /* max outstanding requests (= ring capacity) */
-	uint16_t entry_len;         /* verdict entry size on the wire */
-	uint16_t batch_max;
 	uint8_t state;              /* enum fp_emu_state */
 	uint8_t name_len;
 	uint8_t welcome_pending, reject_pending, reset_pending;
-	uint8_t nak_pending, nak_done;
+	uint8_t nak_pending;        /* next ack tells the endpoint about a request gap */
 	uint8_t have_hello;         /* hello_instance / hello_attempt valid */
 
 	uint32_t session;
@@ -112,13 +110,12 @@ struct fp_emu_conn {
 
 	uint32_t rnext;             /* next rseq expected = cumulative ack */
 	uint32_t inflight;          /* accepted requests whose verdict is not acked */
-	/* Verdict sequence space: v_una <= v_snd <= v_max <= v_next;
-	 * [v_una, v_next) are in the ring. */
-	uint32_t v_una, v_snd, v_max, v_next;
+	/* Verdict sequence space: tx.una <= tx.snd <= tx.max <= v_next;
+	 * [tx.una, v_next) are in the ring. */
+	struct fp_gbn tx;           /* verdict sender */
+	uint32_t v_next;            /* vseq the next pushed verdict gets */
 
-	uint64_t rto_due, rto_cur;
 	uint64_t ack_due;
-	uint64_t batch_due;
 	uint64_t last_reset_tx;
 	uint64_t last_rx;
 

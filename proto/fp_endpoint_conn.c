@@ -39,7 +39,6 @@ int fp_ep_conn_init(struct fp_ep_conn *c, const struct fp_ep_config *cfg,
 		    struct fp_ep_slot *slots, uint32_t nslots, uint64_t now_ns)
 {
 	uint32_t i;
-	uint16_t dgram;
 
 	if (!c || !cfg || !slots || nslots < 2 || nslots > (1u << 30) ||
 	    (nslots & (nslots - 1)) != 0)
@@ -66,31 +65,23 @@ int fp_ep_conn_init(struct fp_ep_conn *c, const struct fp_ep_config *cfg,
 	c->mask = nslots - 1;
 	for (i = 0; i < nslots; i++)
 		slots[i].state = FP_SLOT_FREE;
-	c->entry_len = fp_request_entry_len(c->cfg.req_custom_len,
-					    (c->cfg.features & FP_FEAT_PRIO) != 0);
-	dgram = c->cfg.max_dgram;
-	c->batch_max = fp_batch_max_entries(dgram, c->entry_len);
-	if (c->cfg.max_batch && c->cfg.max_batch < c->batch_max)
-		c->batch_max = c->cfg.max_batch;
-	if (c->batch_max == 0)
+	if (fp_gbn_init(&c->tx, fp_request_entry_len(c->cfg.req_custom_len,
+						      (c->cfg.features & FP_FEAT_PRIO) != 0),
+			c->cfg.max_dgram, c->cfg.max_batch, cfg->initial_rseq, c->cfg.rto_ns))
 		return -FP_EINVAL;
 
 	c->state = FP_EP_CONNECTING;
 	c->attempt = 1;
 	c->low = c->next = cfg->initial_rseq;
-	c->r_acked = c->snd_next = c->snd_max = cfg->initial_rseq;
 	c->hello_due = now_ns;
 	c->hello_rto = c->cfg.hello_rto_ns;
-	c->rto_due = FP_TIME_NEVER;
-	c->rto_cur = c->cfg.rto_ns;
 	c->ack_due = FP_TIME_NEVER;
-	c->batch_due = FP_TIME_NEVER;
 	c->last_rx = now_ns;
 	c->last_probe = now_ns;
 	return 0;
 }
 
-/* Requests that may be sent now: [snd_next, min(next, low + win)). */
+/* Requests that may be sent now: [tx.snd, min(next, low + win)). */
 static uint32_t ep_sendable(const struct fp_ep_conn *c)
 {
 	uint32_t end = c->next;
@@ -100,7 +91,17 @@ static uint32_t ep_sendable(const struct fp_ep_conn *c)
 		return 0;
 	if (fp_seq_lt(lim, end))
 		end = lim;
-	return fp_seq_lt(c->snd_next, end) ? end - c->snd_next : 0;
+	return fp_seq_lt(c->tx.snd, end) ? end - c->tx.snd : 0;
+}
+
+/* Probe a silent emulator while requests wait for verdicts and every sent
+ * one is acked: when (FP_TIME_NEVER: no probe due). */
+static uint64_t ep_probe_due(const struct fp_ep_conn *c)
+{
+	if (c->pending == 0 || !fp_gbn_all_acked(&c->tx))
+		return FP_TIME_NEVER;
+	return fp_time_add(c->last_rx > c->last_probe ? c->last_rx : c->last_probe,
+			   c->cfg.probe_ns);
 }
 
 int fp_ep_submit(struct fp_ep_conn *c, const struct fp_request *req, uint64_t user,
@@ -125,8 +126,7 @@ int fp_ep_submit(struct fp_ep_conn *c, const struct fp_request *req, uint64_t us
 	c->next++;
 	c->pending++;
 	c->stats.requests_submitted++;
-	if (c->batch_due == FP_TIME_NEVER)
-		c->batch_due = fp_time_add(now_ns, c->cfg.batch_delay_ns);
+	fp_gbn_queued(&c->tx, now_ns, c->cfg.batch_delay_ns);
 	return 0;
 }
 
@@ -153,13 +153,10 @@ static void ep_restart_session(struct fp_ep_conn *c, uint64_t now_ns)
 	c->state = FP_EP_CONNECTING;
 	c->session = 0;
 	c->attempt++;
-	c->r_acked = c->snd_next = c->snd_max = c->low;
+	fp_gbn_reset(&c->tx, c->low, c->cfg.rto_ns);
 	c->hello_due = now_ns;
 	c->hello_rto = c->cfg.hello_rto_ns;
-	c->rto_due = FP_TIME_NEVER;
-	c->rto_cur = c->cfg.rto_ns;
 	c->ack_due = FP_TIME_NEVER;
-	c->nak_done = 0;
 	c->nak_pending = 0;
 	c->stats.resets++;
 }
@@ -167,20 +164,9 @@ static void ep_restart_session(struct fp_ep_conn *c, uint64_t now_ns)
 /* Cumulative ack of requests (and NAK: resend from the ack). */
 static void ep_on_ack(struct fp_ep_conn *c, uint32_t ack, bool nak, uint64_t now_ns)
 {
-	if (fp_seq_lt(c->r_acked, ack) && fp_seq_le(ack, c->snd_max)) {
-		c->r_acked = ack;
-		if (fp_seq_lt(c->snd_next, ack))
-			c->snd_next = ack;
-		c->rto_cur = c->cfg.rto_ns;
-		c->nak_done = 0;
-		c->rto_due = c->r_acked == c->snd_max ? FP_TIME_NEVER
-						     : fp_time_add(now_ns, c->rto_cur);
-	}
-	if (nak && !c->nak_done && ack == c->r_acked && c->r_acked != c->snd_max) {
-		c->snd_next = c->r_acked;
-		c->nak_done = 1;
+	fp_gbn_ack(&c->tx, ack, now_ns, c->cfg.rto_ns);
+	if (nak && fp_gbn_nak(&c->tx, ack))
 		c->stats.naks++;
-	}
 }
 
 static void ep_deliver(struct fp_ep_conn *c, const struct fp_verdict *v, uint64_t now_ns,
@@ -189,8 +175,8 @@ static void ep_deliver(struct fp_ep_conn *c, const struct fp_verdict *v, uint64_
 	uint32_t r = v->rseq;
 	struct fp_ep_slot *s;
 
-	/* Only a request that was sent can have a verdict: r in [low, snd_max). */
-	if (r - c->low >= c->snd_max - c->low) {
+	/* Only a request that was sent can have a verdict: r in [low, tx.max). */
+	if (r - c->low >= c->tx.max - c->low) {
 		c->stats.verdict_mismatch++;
 		return;
 	}
@@ -200,8 +186,7 @@ static void ep_deliver(struct fp_ep_conn *c, const struct fp_verdict *v, uint64_
 		return;
 	}
 	/* A verdict for r proves the emulator accepted every request up to r. */
-	if (fp_seq_lt(c->r_acked, r + 1))
-		ep_on_ack(c, r + 1, false, now_ns);
+	fp_gbn_ack(&c->tx, r + 1, now_ns, c->cfg.rto_ns);
 	if (v->action == FP_ACT_MARK && !(s->req.flags & FP_REQ_ECT))
 		c->stats.mark_non_ect++;
 	s->state = FP_SLOT_DONE;
@@ -307,14 +292,12 @@ static int ep_on_welcome(struct fp_ep_conn *c, const uint8_t *buf, size_t len,
 	c->endpoint_id = w.endpoint_id;
 	c->apkt_bytes = w.apkt_bytes;
 	c->win = c->cfg.window < w.window ? c->cfg.window : w.window;
-	c->r_acked = c->snd_next = c->snd_max = c->low;
+	fp_gbn_reset(&c->tx, c->low, c->cfg.rto_ns);
+	if (c->next != c->low)
+		c->tx.batch_due = now_ns; /* requests queued while connecting */
 	c->v_expected = w.first_vseq;
-	c->rto_cur = c->cfg.rto_ns;
-	c->rto_due = FP_TIME_NEVER;
 	c->ack_due = FP_TIME_NEVER;
 	c->hello_due = FP_TIME_NEVER;
-	c->batch_due = c->next != c->low ? now_ns : FP_TIME_NEVER;
-	c->nak_done = 0;
 	c->nak_pending = 0;
 	c->last_rx = now_ns;
 	c->last_probe = now_ns;
@@ -423,7 +406,7 @@ static int ep_send_batch(struct fp_ep_conn *c, uint64_t now_ns, uint8_t *buf, si
 			 uint32_t count, uint8_t flags)
 {
 	struct fp_batch_writer w;
-	uint32_t k;
+	uint32_t k, resent;
 	int rc;
 
 	if (c->cfg.features & FP_FEAT_PRIO)
@@ -431,25 +414,17 @@ static int ep_send_batch(struct fp_ep_conn *c, uint64_t now_ns, uint8_t *buf, si
 	if (c->nak_pending)
 		flags |= FP_F_NAK;
 	rc = fp_batch_begin(&w, buf, cap, FP_MSG_REQUESTS, c->session, flags,
-			    c->cfg.req_custom_len, c->v_expected, c->snd_next);
+			    c->cfg.req_custom_len, c->v_expected, c->tx.snd);
 	if (rc < 0)
 		return rc;
 	for (k = 0; k < count; k++) {
-		rc = fp_batch_add_request(&w, &c->slots[(c->snd_next + k) & c->mask].req);
+		rc = fp_batch_add_request(&w, &c->slots[(c->tx.snd + k) & c->mask].req);
 		if (rc < 0)
 			return rc;
 	}
-	for (k = 0; k < count; k++) {
-		if (fp_seq_lt(c->snd_next, c->snd_max))
-			c->stats.requests_resent++;
-		else
-			c->stats.requests_sent++;
-		c->snd_next++;
-	}
-	if (fp_seq_lt(c->snd_max, c->snd_next))
-		c->snd_max = c->snd_next;
-	if (count && c->rto_due == FP_TIME_NEVER)
-		c->rto_due = fp_time_add(now_ns, c->rto_cur);
+	resent = fp_gbn_sent(&c->tx, count, c->next, now_ns);
+	c->stats.requests_resent += resent;
+	c->stats.requests_sent += count - resent;
 	c->ack_due = FP_TIME_NEVER;
 	c->nak_pending = 0;
 	c->stats.tx_dgrams++;
@@ -458,7 +433,6 @@ static int ep_send_batch(struct fp_ep_conn *c, uint64_t now_ns, uint8_t *buf, si
 
 int fp_ep_poll(struct fp_ep_conn *c, uint64_t now_ns, uint8_t *buf, size_t cap)
 {
-	uint32_t n, max;
 	int rc;
 
 	if (cap > c->cfg.max_dgram)
@@ -468,35 +442,18 @@ int fp_ep_poll(struct fp_ep_conn *c, uint64_t now_ns, uint8_t *buf, size_t cap)
 			return ep_send_hello(c, now_ns, buf, cap);
 		return 0;
 	}
-	if (c->rto_due <= now_ns) {
-		if (c->r_acked == c->snd_max) {
-			c->rto_due = FP_TIME_NEVER;
-		} else {
-			c->stats.timeouts++;
-			c->snd_next = c->r_acked;
-			c->rto_cur = fp_min_u64(c->rto_cur * 2, c->cfg.rto_max_ns);
-			c->rto_due = fp_time_add(now_ns, c->rto_cur);
-		}
-	}
-	n = ep_sendable(c);
-	if (n > 0 && (c->snd_next != c->snd_max || n >= c->batch_max || c->batch_due <= now_ns)) {
-		max = fp_batch_max_entries(cap, c->entry_len);
-		if (max > c->batch_max)
-			max = c->batch_max;
-		if (max == 0)
-			return -FP_ENOSPC;
-		rc = ep_send_batch(c, now_ns, buf, cap, n < max ? n : max, 0);
-		if (rc >= 0)
-			c->batch_due = c->next != c->snd_next ? now_ns : FP_TIME_NEVER;
+	if (fp_gbn_timer(&c->tx, now_ns, c->cfg.rto_max_ns))
+		c->stats.timeouts++;
+	rc = fp_gbn_batch(&c->tx, ep_sendable(c), cap, now_ns);
+	if (rc > 0)
+		return ep_send_batch(c, now_ns, buf, cap, (uint32_t)rc, 0);
+	if (rc < 0)
 		return rc;
-	}
 	if (c->ack_due <= now_ns) {
 		c->stats.acks_sent++;
 		return ep_send_batch(c, now_ns, buf, cap, 0, 0);
 	}
-	if (c->pending > 0 && c->r_acked == c->snd_max &&
-	    fp_time_add(c->last_rx > c->last_probe ? c->last_rx : c->last_probe,
-			c->cfg.probe_ns) <= now_ns) {
+	if (ep_probe_due(c) <= now_ns) {
 		c->last_probe = now_ns;
 		c->stats.probes++;
 		return ep_send_batch(c, now_ns, buf, cap, 0, FP_F_ACK_REQ);
@@ -506,23 +463,10 @@ int fp_ep_poll(struct fp_ep_conn *c, uint64_t now_ns, uint8_t *buf, size_t cap)
 
 uint64_t fp_ep_next_deadline(const struct fp_ep_conn *c)
 {
-	uint64_t d;
-	uint32_t n;
-
 	if (c->state != FP_EP_ESTABLISHED)
 		return c->hello_due;
-	d = fp_min_u64(c->rto_due, c->ack_due);
-	n = ep_sendable(c);
-	if (n > 0) {
-		if (c->snd_next != c->snd_max || n >= c->batch_max)
-			return 0;
-		d = fp_min_u64(d, c->batch_due);
-	}
-	if (c->pending > 0 && c->r_acked == c->snd_max)
-		d = fp_min_u64(d, fp_time_add(c->last_rx > c->last_probe ? c->last_rx
-							       : c->last_probe,
-					      c->cfg.probe_ns));
-	return d;
+	return fp_min_u64(fp_min_u64(fp_gbn_deadline(&c->tx, ep_sendable(c)), c->ack_due),
+			  ep_probe_due(c));
 }
 
 void fp_ep_abort_pending(struct fp_ep_conn *c, uint64_t now_ns, fp_ep_abort_fn fn, void *ctx)
@@ -539,9 +483,8 @@ void fp_ep_abort_pending(struct fp_ep_conn *c, uint64_t now_ns, fp_ep_abort_fn f
 	}
 	c->low = c->next;
 	c->pending = 0;
-	c->batch_due = FP_TIME_NEVER;
 	if (had_session)
 		ep_restart_session(c, now_ns);
 	else
-		c->r_acked = c->snd_next = c->snd_max = c->low;
+		fp_gbn_reset(&c->tx, c->low, c->cfg.rto_ns);
 }

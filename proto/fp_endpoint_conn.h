@@ -29,7 +29,7 @@
 #ifndef FP_ENDPOINT_CONN_H
 #define FP_ENDPOINT_CONN_H
 
-#include "fp_wire.h"
+#include "fp_gbn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,7 +102,6 @@ struct fp_ep_conn {
 	uint32_t mask;              /* nslots - 1 */
 	uint8_t state;              /* enum fp_ep_state */
 	uint8_t name_len;
-	uint8_t nak_done;           /* fast retransmit done for this ack value */
 	uint8_t nak_pending;        /* next ack tells the emulator about a verdict gap */
 
 	uint32_t attempt;
@@ -111,21 +110,18 @@ struct fp_ep_conn {
 	uint16_t apkt_bytes;        /* from WELCOME */
 	uint32_t win;               /* negotiated window */
 	uint32_t pending;           /* slots in state PENDING */
-	uint16_t entry_len;         /* request entry size on the wire */
-	uint16_t batch_max;         /* max requests per datagram */
 
 	/* Request sequence space (serial arithmetic):
-	 *   low <= r_acked <= snd_next <= snd_max <= next  (while established)
-	 * [low, next): slots in use; [low, r_acked): acked by the emulator;
-	 * [r_acked, snd_max): sent, not yet acked; [snd_next, ...): to (re)send. */
+	 *   low <= tx.una <= tx.snd <= tx.max <= next  (while established)
+	 * [low, next): slots in use; [low, tx.una): acked by the emulator;
+	 * [tx.una, tx.max): sent, not yet acked; [tx.snd, ...): to (re)send.
+	 * (docs/protocol.md: tx.una = r_acked, tx.snd = snd_next, tx.max = snd_max) */
 	uint32_t low, next;
-	uint32_t r_acked, snd_next, snd_max;
+	struct fp_gbn tx;           /* request sender */
 	uint32_t v_expected;        /* next verdict sequence number */
 
 	uint64_t hello_due, hello_rto;
-	uint64_t rto_due, rto_cur;
 	uint64_t ack_due;
-	uint64_t batch_due;
 	uint64_t last_rx;           /* last valid datagram of this session */
 	uint64_t last_probe;
 

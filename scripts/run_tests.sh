@@ -10,10 +10,10 @@ SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli plots fuzz kbuild asan-ubsan tsan"}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0; failed=0; failed_names=()
 
-configure_build() {  # dir, extra cmake args...
-  local dir=$1; shift
+configure_build() {  # dir, "targets" ("" = all), extra cmake args...
+  local dir=$1 targets=$2; shift 2
   cmake -S . -B "$dir" $GEN "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
-  cmake --build "$dir" -j "$JOBS" 2>&1 | grep -E "error|warning: unused|FAILED" || true
+  cmake --build "$dir" -j "$JOBS" ${targets:+--target $targets} 2>&1 | grep -E "error|warning: unused|FAILED" || true
   [[ ${PIPESTATUS[0]} -eq 0 ]]
 }
 
@@ -30,26 +30,28 @@ run_suite() {  # name, command...
 }
 
 unit() {
-  mkdir -p build && configure_build build -DCMAKE_BUILD_TYPE=Release &&
+  mkdir -p build && configure_build build "" -DCMAKE_BUILD_TYPE=Release &&
     (cd build && ctest --output-on-failure --timeout 600 -j "$JOBS")
 }
 
 cli() {
-  [[ -x build/flexplane-emulator ]] || configure_build build -DCMAKE_BUILD_TYPE=Release || return 1
-  .venv/bin/python -m pytest -q tests/
+  [[ -x build/flexplane-emulator && -x build/flexplane-endpoint ]] ||
+    configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/
 }
 
 plots() { .venv/bin/python -m pytest -q plots/; }
 
 asan_ubsan() {
-  mkdir -p build-asan && configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DFLEXPLANE_SANITIZE=address,undefined &&
+  mkdir -p build-asan && configure_build build-asan "flexplane_tests proto_tests live_tests" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEXPLANE_SANITIZE=address,undefined &&
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
        ctest --output-on-failure --timeout 900 -j "$JOBS")
 }
 
 tsan() {  # the multicore engine under ThreadSanitizer
-  mkdir -p build-tsan && configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEXPLANE_SANITIZE=thread &&
+  mkdir -p build-tsan && configure_build build-tsan flexplane_tests \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEXPLANE_SANITIZE=thread &&
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/flexplane_tests '[engine]'
 }
 
