@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 16));
   live_cmd->add_option("--window", la.window, "protocol window per endpoint, a power of two (default 4096)")
       ->check(CLI::Range(2, 32768));
+  live_cmd->add_option("--rto-us", la.rto_us, "verdict retransmission timeout, us (default 500; raise on loaded hosts)")
+      ->check(CLI::NonNegativeNumber);
   live_cmd->add_option("--idle-sleep-us", la.idle_sleep_us,
                        "comm core sleep when idle (default 20 with live.sleep_when_ahead, else 0 = busy poll)");
   live_cmd->add_flag("-q,--quiet", la.quiet, "no periodic counter lines on stderr");

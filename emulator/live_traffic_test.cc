@@ -57,9 +57,14 @@ TEST_CASE("live traffic in real time: one verdict per request, equal to a virtua
   for (int burst = 0; burst < 12; ++burst) {
     for (uint32_t i = 0; i < 40; ++i) {
       Packet p{};
-      p.src = static_cast<EndpointId>(burst == 5 ? 2 : rng.below(8));
-      do p.dst = static_cast<EndpointId>(burst % 3 == 0 ? 7 : rng.below(8));
-      while (p.dst == p.src);
+      const bool incast = burst % 3 == 0;  // everyone -> endpoint 7
+      p.src = static_cast<EndpointId>(burst == 5 ? 2 : rng.below(incast ? 7 : 8));
+      if (incast) {
+        p.dst = 7;
+      } else {
+        do p.dst = static_cast<EndpointId>(rng.below(8));
+        while (p.dst == p.src);
+      }
       p.flow = 1000 + burst;
       p.seq = i;
       p.size_bytes = 1500;

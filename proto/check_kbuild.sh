@@ -22,8 +22,8 @@ if [ -z "$kdir" ] || [ ! -d "$kdir" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for f in fp_platform.h fp_wire.h fp_wire.c fp_endpoint_conn.h fp_endpoint_conn.c \
-         fp_emu_conn.h fp_emu_conn.c; do
+for f in fp_platform.h fp_wire.h fp_wire.c fp_gbn.h fp_gbn.c fp_endpoint_conn.h \
+         fp_endpoint_conn.c fp_emu_conn.h fp_emu_conn.c; do
   cp "$here/$f" "$work/"
 done
 cat >"$work/fpk_main.c" <<'C'
@@ -67,7 +67,7 @@ MODULE_LICENSE("Dual MIT/GPL");
 C
 cat >"$work/Kbuild" <<'K'
 obj-m := fpk.o
-fpk-y := fpk_main.o fp_wire.o fp_endpoint_conn.o fp_emu_conn.o
+fpk-y := fpk_main.o fp_wire.o fp_gbn.o fp_endpoint_conn.o fp_emu_conn.o
 ccflags-y := -Werror
 K
 echo "check_kbuild: building against $kdir"

@@ -20,6 +20,19 @@ using Dgrams = std::vector<std::vector<uint8_t>>;
 constexpr uint64_t kUs = 1000;
 constexpr uint64_t kMs = 1000000;
 
+// Everything a connection has to send now; afterwards its deadline lies ahead.
+template <typename Conn>
+Dgrams drain(Conn* c, uint64_t now, int (*poll)(Conn*, uint64_t, uint8_t*, size_t),
+             uint64_t (*next_deadline)(const Conn*)) {
+  Dgrams out;
+  uint8_t buf[FP_DEFAULT_MAX_DGRAM];
+  int n;
+  while ((n = poll(c, now, buf, sizeof(buf))) > 0) out.emplace_back(buf, buf + n);
+  REQUIRE(n == 0);
+  CHECK(next_deadline(c) > now);
+  return out;
+}
+
 struct Delivered {
   fp_verdict v;
   fp_request req;
@@ -50,24 +63,8 @@ struct Pair {
     REQUIRE(fp_emu_conn_init(&emu, &mc, ring.data(), (uint32_t)ring.size(), now) == 0);
   }
 
-  Dgrams ep_poll() {
-    Dgrams out;
-    uint8_t buf[FP_DEFAULT_MAX_DGRAM];
-    int n;
-    while ((n = fp_ep_poll(&ep, now, buf, sizeof(buf))) > 0) out.emplace_back(buf, buf + n);
-    REQUIRE(n == 0);
-    CHECK(fp_ep_next_deadline(&ep) > now);
-    return out;
-  }
-  Dgrams emu_poll() {
-    Dgrams out;
-    uint8_t buf[FP_DEFAULT_MAX_DGRAM];
-    int n;
-    while ((n = fp_emu_poll(&emu, now, buf, sizeof(buf))) > 0) out.emplace_back(buf, buf + n);
-    REQUIRE(n == 0);
-    CHECK(fp_emu_next_deadline(&emu) > now);
-    return out;
-  }
+  Dgrams ep_poll() { return drain(&ep, now, fp_ep_poll, fp_ep_next_deadline); }
+  Dgrams emu_poll() { return drain(&emu, now, fp_emu_poll, fp_emu_next_deadline); }
   std::vector<int> to_emu(const Dgrams& d) {
     std::vector<int> rcs;
     for (const auto& x : d) rcs.push_back(fp_emu_rx(&emu, x.data(), x.size(), now, &on_request, this));
@@ -253,7 +250,7 @@ TEST_CASE("conn: requests and verdicts, exactly once, custom data and priority b
   REQUIRE(p.delivered.size() == 2);
   CHECK(p.delivered[0].user == 3);
   CHECK(p.delivered[1].user == 1);
-  CHECK(p.ep.r_acked == 10);
+  CHECK(p.ep.tx.una == 10);
   CHECK(fp_ep_next_deadline(&p.ep) == p.now + ec.ack_delay_ns);  // rto disarmed, ack delayed
   CHECK(p.ep.low == 0);  // request 0 still pending
 
@@ -284,7 +281,7 @@ TEST_CASE("conn: requests and verdicts, exactly once, custom data and priority b
   CHECK(p.emu.inflight == 10);
   p.to_emu(ack);
   CHECK(p.emu.inflight == 0);
-  CHECK(p.emu.v_una == 10);
+  CHECK(p.emu.tx.una == 10);
   CHECK(fp_emu_next_deadline(&p.emu) == FP_TIME_NEVER);
   CHECK(fp_ep_next_deadline(&p.ep) == FP_TIME_NEVER);
 }
@@ -321,7 +318,7 @@ TEST_CASE("conn: replayed requests are recognised and only re-acknowledged") {
 
   // A batch overlapping old and new requests: only the new tail is taken.
   for (uint32_t i = 20; i < 25; i++) p.submit(i);
-  p.now = p.ep.rto_due;  // the retransmission timer (nothing acked yet)
+  p.now = p.ep.tx.rto_due;  // the retransmission timer (nothing acked yet)
   Dgrams again = p.ep_poll();          // go-back-N: 0..24
   REQUIRE(again.size() == 1);
   REQUIRE(fp_decode_requests(again[0].data(), again[0].size(), &b) == 0);
@@ -629,8 +626,8 @@ TEST_CASE("conn: retransmission timer with backoff, reset by progress") {
   p.to_emu(first);
   p.now += emu_config().ack_delay_ns;
   p.to_ep(p.emu_poll());
-  CHECK(p.ep.r_acked == 1);
-  CHECK(p.ep.rto_cur == ec.rto_ns);
+  CHECK(p.ep.tx.una == 1);
+  CHECK(p.ep.tx.rto_cur == ec.rto_ns);
   // Nothing unacked: no retransmission timer; a verdict is owed: probe timer.
   CHECK(fp_ep_next_deadline(&p.ep) == p.now + ec.probe_ns);
 }
@@ -803,7 +800,7 @@ TEST_CASE("conn: emulator restart - endpoint resynchronises and re-sends un-verd
   REQUIRE(p.engine.size() == 6);
   p.now += 30 * kUs;
   p.to_ep(p.emu_poll());  // request ack
-  CHECK(p.ep.r_acked == 6);
+  CHECK(p.ep.tx.una == 6);
   p.decide({1, 3});  // verdicts for requests 1 and 3 only
   Dgrams late = p.emu_poll();
   p.to_ep(late);
@@ -967,7 +964,7 @@ TEST_CASE("conn: sequence numbers wrap around") {
   }
   CHECK(p.delivered.size() == 20);
   CHECK(p.ep.low == 0xfffffffcu + 20);
-  CHECK(p.emu.v_una == 0xfffffffeu + 20);
+  CHECK(p.emu.tx.una == 0xfffffffeu + 20);
 }
 
 TEST_CASE("conn: garbage and wrong-direction messages are ignored") {

@@ -20,19 +20,10 @@ void fp_emu_config_default(struct fp_emu_config *cfg)
 	cfg->reset_interval_ns = 100 * NS_PER_US;
 }
 
-static uint8_t name_len_of(const char *s)
-{
-	unsigned n = 0;
-
-	while (n <= FP_SCHEME_NAME_MAX && s[n] != '\0')
-		n++;
-	return (uint8_t)n;
-}
-
 int fp_emu_conn_init(struct fp_emu_conn *c, const struct fp_emu_config *cfg,
 		     struct fp_verdict *ring, uint32_t ring_cap, uint64_t now_ns)
 {
-	uint32_t i;
+	int rc;
 
 	if (!c || !cfg || !ring || ring_cap < 2 || ring_cap > (1u << 30) ||
 	    (ring_cap & (ring_cap - 1)) != 0)
@@ -44,10 +35,10 @@ int fp_emu_conn_init(struct fp_emu_conn *c, const struct fp_emu_config *cfg,
 	fp_memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->cfg.scheme[FP_SCHEME_NAME_MAX] = '\0';
-	c->name_len = name_len_of(c->cfg.scheme);
-	for (i = 0; i < c->name_len; i++)
-		if ((uint8_t)c->cfg.scheme[i] < 0x20 || (uint8_t)c->cfg.scheme[i] > 0x7e)
-			return -FP_EINVAL;
+	rc = fp_scheme_name_len(c->cfg.scheme);
+	if (rc < 0)
+		return rc;
+	c->name_len = (uint8_t)rc;
 	if (c->cfg.rto_max_ns < c->cfg.rto_ns)
 		c->cfg.rto_max_ns = c->cfg.rto_ns;
 	c->ring = ring;

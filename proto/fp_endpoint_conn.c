@@ -26,19 +26,11 @@ void fp_ep_config_default(struct fp_ep_config *cfg)
 	cfg->reject_retry_ns = 1000 * NS_PER_MS;
 }
 
-static uint8_t name_len_of(const char *s)
-{
-	unsigned n = 0;
-
-	while (n <= FP_SCHEME_NAME_MAX && s[n] != '\0')
-		n++;
-	return (uint8_t)n;
-}
-
 int fp_ep_conn_init(struct fp_ep_conn *c, const struct fp_ep_config *cfg,
 		    struct fp_ep_slot *slots, uint32_t nslots, uint64_t now_ns)
 {
 	uint32_t i;
+	int rc;
 
 	if (!c || !cfg || !slots || nslots < 2 || nslots > (1u << 30) ||
 	    (nslots & (nslots - 1)) != 0)
@@ -51,10 +43,10 @@ int fp_ep_conn_init(struct fp_ep_conn *c, const struct fp_ep_config *cfg,
 	fp_memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->cfg.scheme[FP_SCHEME_NAME_MAX] = '\0';
-	c->name_len = name_len_of(c->cfg.scheme);
-	for (i = 0; i < c->name_len; i++)
-		if ((uint8_t)c->cfg.scheme[i] < 0x20 || (uint8_t)c->cfg.scheme[i] > 0x7e)
-			return -FP_EINVAL;
+	rc = fp_scheme_name_len(c->cfg.scheme);
+	if (rc < 0)
+		return rc;
+	c->name_len = (uint8_t)rc;
 	if (c->cfg.window > nslots)
 		c->cfg.window = (uint16_t)nslots;
 	if (c->cfg.rto_max_ns < c->cfg.rto_ns)
@@ -94,8 +86,8 @@ static uint32_t ep_sendable(const struct fp_ep_conn *c)
 	return fp_seq_lt(c->tx.snd, end) ? end - c->tx.snd : 0;
 }
 
-/* Probe a silent emulator while requests wait for verdicts and every sent
- * one is acked: when (FP_TIME_NEVER: no probe due). */
+/* When to probe a silent emulator (FP_TIME_NEVER: no probe): only while
+ * requests wait for verdicts and every sent one is acked. */
 static uint64_t ep_probe_due(const struct fp_ep_conn *c)
 {
 	if (c->pending == 0 || !fp_gbn_all_acked(&c->tx))
@@ -251,6 +243,14 @@ static int ep_on_verdicts(struct fp_ep_conn *c, const uint8_t *buf, size_t len,
 	return 0;
 }
 
+/* The session was refused (c->last_reject says why): HELLO again later. */
+static void ep_rejected(struct fp_ep_conn *c, uint64_t now_ns)
+{
+	c->state = FP_EP_REJECTED;
+	c->stats.rejects++;
+	c->hello_due = fp_time_add(now_ns, c->cfg.reject_retry_ns);
+}
+
 static int ep_on_welcome(struct fp_ep_conn *c, const uint8_t *buf, size_t len,
 			 uint64_t now_ns)
 {
@@ -282,9 +282,7 @@ static int ep_on_welcome(struct fp_ep_conn *c, const uint8_t *buf, size_t len,
 		c->last_reject.req_custom_len = w.req_custom_len;
 		c->last_reject.verdict_custom_len = w.verdict_custom_len;
 		c->last_reject.features = w.features;
-		c->state = FP_EP_REJECTED;
-		c->stats.rejects++;
-		c->hello_due = fp_time_add(now_ns, c->cfg.reject_retry_ns);
+		ep_rejected(c, now_ns);
 		return -FP_EREJECTED;
 	}
 	c->state = FP_EP_ESTABLISHED;
@@ -321,9 +319,7 @@ static int ep_on_reject(struct fp_ep_conn *c, const uint8_t *buf, size_t len,
 		return -FP_ESTALE;
 	}
 	c->last_reject = r;
-	c->state = FP_EP_REJECTED;
-	c->stats.rejects++;
-	c->hello_due = fp_time_add(now_ns, c->cfg.reject_retry_ns);
+	ep_rejected(c, now_ns);
 	return 0;
 }
 

@@ -2,10 +2,10 @@
 /*
  * fp_platform.h - the thin platform shim under the flexplane wire protocol.
  *
- * The protocol core (fp_wire, fp_endpoint_conn, fp_emu_conn) is plain C that
- * builds unchanged in three places: the endpoint kernel module (kbuild,
- * __KERNEL__ defined), the emulator (userspace, DPDK or not) and the unit
- * tests / fuzzers. Everything it needs from its surroundings is here:
+ * The protocol core (fp_wire, fp_gbn, fp_endpoint_conn, fp_emu_conn) is
+ * plain C that builds unchanged in three places: the endpoint kernel module
+ * (kbuild, __KERNEL__ defined), the emulator (userspace, DPDK or not) and the
+ * unit tests / fuzzers. Everything it needs from its surroundings is here:
  * fixed-width integers, bool, size_t, memcpy/memset/memcmp, and byte-order
  * helpers. Nothing else: no allocation, no floating point, no locks, no
  * clocks (time is always passed in by the caller as nanoseconds), no 64-bit

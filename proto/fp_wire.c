@@ -170,6 +170,15 @@ static bool name_ok(const char *name, uint8_t name_len)
 	return true;
 }
 
+int fp_scheme_name_len(const char *name)
+{
+	uint8_t n = 0;
+
+	while (n < FP_SCHEME_NAME_MAX && name[n] != '\0')
+		n++;
+	return name_ok(name, n) ? n : -FP_EINVAL;
+}
+
 static bool sizes_ok(uint8_t req_custom_len, uint8_t verdict_custom_len, uint8_t features)
 {
 	return req_custom_len <= FP_MAX_CUSTOM && verdict_custom_len <= FP_MAX_CUSTOM &&

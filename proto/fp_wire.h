@@ -274,6 +274,11 @@ void fp_batch_verdict(const struct fp_batch *b, uint16_t i, struct fp_verdict *v
 bool fp_request_valid(const struct fp_request *r);
 bool fp_action_valid(uint8_t action);
 
+/* Length of a configured scheme name (NUL-terminated, at most
+ * FP_SCHEME_NAME_MAX characters are looked at), or -FP_EINVAL when it is not
+ * printable ASCII as the wire requires. */
+int fp_scheme_name_len(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

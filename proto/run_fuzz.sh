@@ -23,7 +23,7 @@ all_targets=(hdr hello welcome reject reset requests verdicts ep_conn emu_conn)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 
-srcs=("$here/fp_wire.c" "$here/fp_endpoint_conn.c" "$here/fp_emu_conn.c")
+srcs=("$here/fp_wire.c" "$here/fp_gbn.c" "$here/fp_endpoint_conn.c" "$here/fp_emu_conn.c")
 flags=(-std=c11 -g -O1 -I"$here" -fno-omit-frame-pointer
        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 

@@ -215,6 +215,10 @@ int live_impl(const LiveArgs& a) {
   cc.verdict_custom_len = static_cast<uint8_t>(a.verdict_custom);
   cc.features = prio ? FP_FEAT_PRIO : 0;
   cc.window = a.window;
+  if (a.rto_us > 0) {
+    cc.rto_ns = static_cast<uint64_t>(a.rto_us * 1000);
+    cc.rto_max_ns = std::max<uint64_t>(cc.rto_ns, 50'000'000);
+  }
   const double idle_us = a.idle_sleep_us >= 0 ? a.idle_sleep_us : (c.live.sleep_when_ahead ? 20 : 0);
   cc.idle_sleep_ns = static_cast<uint64_t>(idle_us * 1000);
   CommCore core(cc, traffic, pool);

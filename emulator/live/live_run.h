@@ -19,6 +19,7 @@ struct LiveArgs {
   std::string prio = "auto";   // auto | on | off: request feature PRIO
   uint32_t req_custom = 0, verdict_custom = 0;  // custom bytes per request / verdict
   uint32_t window = 4096;      // protocol window per endpoint (power of two)
+  double rto_us = 0;           // verdict retransmission timeout (0 = protocol default, 500 us)
   double idle_sleep_us = -1;   // comm core sleep when idle; -1 = 20 if live.sleep_when_ahead else 0
   bool quiet = false;          // no periodic console lines (CSV still written)
   std::vector<std::string> eal_args;

@@ -90,4 +90,28 @@ static inline uint32_t fin_u32(struct fuzz_in *in)
 	return (hi << 16) | fin_u16(in);
 }
 
+/* A raw datagram: a length byte, then that many bytes of the input (fewer
+ * when it runs out). */
+static inline const uint8_t *fin_dgram(struct fuzz_in *in, size_t *len)
+{
+	const uint8_t *p;
+	size_t n = fin_u8(in);
+
+	if (n > in->n)
+		n = in->n;
+	p = in->p;
+	in->p += n;
+	in->n -= n;
+	*len = n;
+	return p;
+}
+
+/* Time passes: t * 20 us, or t == 0xff jumps to the connection's deadline. */
+static inline uint64_t fuzz_later(uint64_t now, uint8_t t, uint64_t deadline)
+{
+	if (t == 0xff && deadline != FP_TIME_NEVER)
+		return deadline;
+	return now + (uint64_t)t * 20000u;
+}
+
 #endif

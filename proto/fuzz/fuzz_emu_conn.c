@@ -4,7 +4,7 @@
  * with the right or wrong session, shifted sequence numbers and acks),
  * engine verdicts (good and bogus tokens), timer expiries and session drops.
  * Invariants checked after every step:
- *   - v_una <= v_snd <= v_max <= v_next, ring never over-full,
+ *   - tx.una <= tx.snd <= tx.max <= v_next, ring never over-full,
  *     inflight never above the window
  *   - within a session requests are handed to the engine once each, in
  *     consecutive rseq order (replays are never re-delivered)
@@ -46,10 +46,10 @@ static int on_request(void *ctx, const struct fp_emu_token *tok, const struct fp
 
 static void check_invariants(void)
 {
-	FUZZ_ASSERT(fp_seq_le(emu.v_una, emu.v_snd));
-	FUZZ_ASSERT(fp_seq_le(emu.v_snd, emu.v_max));
-	FUZZ_ASSERT(fp_seq_le(emu.v_max, emu.v_next));
-	FUZZ_ASSERT(emu.v_next - emu.v_una <= RING);
+	FUZZ_ASSERT(fp_seq_le(emu.tx.una, emu.tx.snd));
+	FUZZ_ASSERT(fp_seq_le(emu.tx.snd, emu.tx.max));
+	FUZZ_ASSERT(fp_seq_le(emu.tx.max, emu.v_next));
+	FUZZ_ASSERT(emu.v_next - emu.tx.una <= RING);
 	FUZZ_ASSERT(emu.inflight <= emu.window);
 	if (emu.state != FP_EMU_ESTABLISHED)
 		FUZZ_ASSERT(emu.session == 0 || emu.stats.sessions == 0);
@@ -130,7 +130,7 @@ static void send_requests(struct fuzz_in *in)
 	uint32_t session = (sel & 1) ? (fin_u32(in) | 1) : (emu.session ? emu.session : 1);
 	uint8_t clen = (sel & 2) ? (uint8_t)(fin_u8(in) % 17) : emu.cfg.req_custom_len;
 	uint32_t base = emu.rnext + (uint32_t)((int8_t)fin_u8(in) % 16);
-	uint32_t ack = emu.v_una + (uint32_t)((int8_t)fin_u8(in) % 16);
+	uint32_t ack = emu.tx.una + (uint32_t)((int8_t)fin_u8(in) % 16);
 	uint8_t flags = fin_u8(in) & FP_F_REQUESTS_ALL;
 
 	if (fp_batch_begin(&w, buf, sizeof(buf), FP_MSG_REQUESTS, session, flags, clen, ack,
@@ -205,13 +205,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		switch (op % 8) {
 		case 0: { /* raw datagram */
-			size_t len = fin_u8(&in);
+			size_t len;
+			const uint8_t *p = fin_dgram(&in, &len);
 
-			if (len > in.n)
-				len = in.n;
-			fp_emu_rx(&emu, in.p, len, now, on_request, NULL);
-			in.p += len;
-			in.n -= len;
+			fp_emu_rx(&emu, p, len, now, on_request, NULL);
 			break;
 		}
 		case 1:
@@ -225,17 +222,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			push_verdict(&in);
 			break;
 		case 5:
-		case 6: { /* time passes; poll */
-			uint8_t t = fin_u8(&in);
-			uint64_t d = fp_emu_next_deadline(&emu);
-
-			if (t == 0xff && d != FP_TIME_NEVER)
-				now = d;
-			else
-				now += (uint64_t)t * 20000u;
+		case 6: /* time passes; poll */
+			now = fuzz_later(now, fin_u8(&in), fp_emu_next_deadline(&emu));
 			poll_all();
 			break;
-		}
 		case 7:
 			if (op == 7)
 				fp_emu_drop_session(&emu, now);

@@ -2,7 +2,7 @@
  * with a fuzz-driven mix of raw datagrams, well-formed but hostile emulator
  * messages (right session, wrong sequence numbers / ids / sizes), submits,
  * timer expiries and aborts. Invariants checked after every step:
- *   - sequence pointers ordered: low <= r_acked <= snd_next <= snd_max <= next
+ *   - sequence pointers ordered: low <= tx.una <= tx.snd <= tx.max <= next
  *   - slot accounting consistent, pending count exact
  *   - no request ever gets a second verdict, and a verdict always names the
  *     request it was delivered for
@@ -52,15 +52,15 @@ static void check_invariants(void)
 	FUZZ_ASSERT(pending == ep.pending);
 	if (ep.low != ep.next)
 		FUZZ_ASSERT(slots[ep.low & (NSLOTS - 1)].state == FP_SLOT_PENDING);
-	FUZZ_ASSERT(fp_seq_le(ep.low, ep.r_acked));
-	FUZZ_ASSERT(fp_seq_le(ep.r_acked, ep.snd_next));
-	FUZZ_ASSERT(fp_seq_le(ep.snd_next, ep.snd_max));
-	FUZZ_ASSERT(fp_seq_le(ep.snd_max, ep.next));
-	FUZZ_ASSERT(ep.next - ep.r_acked <= NSLOTS);
+	FUZZ_ASSERT(fp_seq_le(ep.low, ep.tx.una));
+	FUZZ_ASSERT(fp_seq_le(ep.tx.una, ep.tx.snd));
+	FUZZ_ASSERT(fp_seq_le(ep.tx.snd, ep.tx.max));
+	FUZZ_ASSERT(fp_seq_le(ep.tx.max, ep.next));
+	FUZZ_ASSERT(ep.next - ep.tx.una <= NSLOTS);
 	if (ep.state != FP_EP_ESTABLISHED)
-		FUZZ_ASSERT(ep.r_acked == ep.low && ep.snd_max == ep.low);
+		FUZZ_ASSERT(ep.tx.una == ep.low && ep.tx.max == ep.low);
 	else
-		FUZZ_ASSERT(ep.snd_max - ep.low <= ep.win);
+		FUZZ_ASSERT(ep.tx.max - ep.low <= ep.win);
 }
 
 static void poll_all(void)
@@ -101,7 +101,7 @@ static void send_batch(struct fuzz_in *in)
 	uint8_t clen = (sel & 2) ? (uint8_t)(fin_u8(in) % (FP_MAX_CUSTOM + 1))
 				 : ep.cfg.verdict_custom_len;
 	uint32_t base = ep.v_expected + (uint32_t)((int8_t)fin_u8(in) % 16);
-	uint32_t ack = ep.r_acked + (uint32_t)(int8_t)fin_u8(in);
+	uint32_t ack = ep.tx.una + (uint32_t)(int8_t)fin_u8(in);
 	uint8_t flags = fin_u8(in) & FP_F_VERDICTS_ALL;
 
 	if (session == 0)
@@ -195,13 +195,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		switch (op % 9) {
 		case 0: { /* raw datagram */
-			size_t len = fin_u8(&in);
+			size_t len;
+			const uint8_t *p = fin_dgram(&in, &len);
 
-			if (len > in.n)
-				len = in.n;
-			fp_ep_rx(&ep, in.p, len, now, on_verdict, NULL);
-			in.p += len;
-			in.n -= len;
+			fp_ep_rx(&ep, p, len, now, on_verdict, NULL);
 			break;
 		}
 		case 1:
@@ -233,17 +230,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 6:
-		case 7: { /* time passes; poll */
-			uint8_t t = fin_u8(&in);
-			uint64_t d = fp_ep_next_deadline(&ep);
-
-			if (t == 0xff && d != FP_TIME_NEVER)
-				now = d;
-			else
-				now += (uint64_t)t * 20000u;
+		case 7: /* time passes; poll */
+			now = fuzz_later(now, fin_u8(&in), fp_ep_next_deadline(&ep));
 			poll_all();
 			break;
-		}
 		case 8:
 			if (op == 8)
 				fp_ep_abort_pending(&ep, now, on_abort, NULL);
