@@ -13,7 +13,7 @@
 
 namespace flexplane {
 
-class PatternRouter final : public Router {
+class alignas(kCacheLine) PatternRouter final : public Router {
  public:
   PatternRouter(std::unique_ptr<ClassifierBase> cls, std::unique_ptr<QueueManagerBase> qm,
                 std::unique_ptr<SchedulerBase> sched)
@@ -81,9 +81,9 @@ class PatternRouter final : public Router {
   QueueBank bank_;
   Rng rng_;
   Verdicts verdicts_;
-  std::vector<PortId> ports_;
-  std::vector<QueueId> queues_;
-  std::vector<PortId> live_ports_;
+  cache_vector<PortId> ports_;
+  cache_vector<QueueId> queues_;
+  cache_vector<PortId> live_ports_;
 };
 
 }  // namespace flexplane

@@ -16,12 +16,13 @@
 #include <memory>
 #include <vector>
 
+#include "api/cache_aligned.h"
 #include "api/packet.h"
 #include "api/queue_counters.h"
 
 namespace flexplane {
 
-class QueueBank {
+class alignas(kCacheLine) QueueBank {
  public:
   QueueBank() = default;
   QueueBank(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts) {
@@ -42,7 +43,7 @@ class QueueBank {
     stride_ = ring + 64 / sizeof(Packet);
     const size_t nq = static_cast<size_t>(num_ports) * queues_per_port;
     // Default-initialised: large banks stay virtual until touched.
-    slots_.reset(new Packet[nq * stride_]);
+    slots_.reset(nq * stride_);
     queues_.assign(nq, QueueState{});
     ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
@@ -187,15 +188,31 @@ class QueueBank {
   uint32_t ring_mask_ = 0;
   size_t stride_ = 0;  // packets between the starts of consecutive queues' rings
   Timeslot now_ = 0;
-  std::unique_ptr<Packet[]> slots_;
-  std::vector<QueueState> queues_;
+  // Default-initialised, aligned storage (large banks stay virtual until touched).
+  struct Slots {
+    Packet* p = nullptr;
+    void reset(size_t n) {
+      release();
+      p = static_cast<Packet*>(::operator new(n * sizeof(Packet), std::align_val_t(kCacheLine)));
+    }
+    void release() {
+      if (p) ::operator delete(p, std::align_val_t(kCacheLine));
+      p = nullptr;
+    }
+    Packet& operator[](size_t i) const { return p[i]; }
+    Slots() = default;
+    Slots(const Slots&) = delete;
+    Slots& operator=(const Slots&) = delete;
+    ~Slots() { release(); }
+  } slots_;
+  cache_vector<QueueState> queues_;
   struct PortState {
     uint64_t mask = 0;     // bit q: queue q non-empty
     uint32_t packets = 0;  // over all queues of the port
   };
-  std::vector<PortState> ports_;
+  cache_vector<PortState> ports_;
   uint64_t settled_ = 0;
-  std::vector<uint64_t> nonempty_ports_;
+  cache_vector<uint64_t> nonempty_ports_;
 };
 
 }  // namespace flexplane

@@ -58,7 +58,8 @@ class BacklogTraffic final : public Traffic {
     Packet tmpl_{};
   };
 
-  struct Sink final : TrafficSink {
+  // Own cache line: sinks of different cores are allocated side by side.
+  struct alignas(64) Sink final : TrafficSink {
     uint64_t count = 0;
     void deliver(const Packet*, uint32_t n, Timeslot) override { count += n; }
   };

@@ -68,14 +68,14 @@ struct Engine::Core {
   explicit Core(bool packet_log) : log(packet_log) {}
 };
 
-struct Engine::RouterNode final : Engine::Node {
+struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   Router* router = nullptr;
   uint32_t id = 0;
   Core* core = nullptr;
   Timeslot sample_every = 0;
   std::vector<Link*> in, out;  // per port; null if unconnected
-  std::vector<Packet> batch, sent;
-  std::vector<PortId> sent_ports;
+  cache_vector<Packet> batch, sent;
+  cache_vector<PortId> sent_ports;
 
   void step(Timeslot now) override {
     uint32_t n = 0;
@@ -98,12 +98,12 @@ struct Engine::RouterNode final : Engine::Node {
   }
 };
 
-struct Engine::EndpointGroupNode final : Engine::Node {
+struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
   std::unique_ptr<TrafficSource> source;
   std::unique_ptr<TrafficSink> sink;
   std::vector<Link*> up, down;  // per local endpoint
-  std::vector<Packet> batch, sent;
-  std::vector<uint32_t> sent_local;
+  cache_vector<Packet> batch, sent;
+  cache_vector<uint32_t> sent_local;
 
   void step(Timeslot now) override {
     uint32_t n = 0;
