@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "api/cache_aligned.h"
 #include "api/queue_bank.h"
 #include "api/rng.h"
 
@@ -25,8 +26,10 @@ struct ComponentEnv {
 
 // Holds a component's parameters and environment. `P` is a plain struct with
 // in-class defaults; see api/params.h for how it is parsed.
+// Cache-line aligned: components of routers on different cores are heap
+// neighbours, and schemes keep per-port state in them.
 template <class P>
-class Configured {
+class alignas(kCacheLine) Configured {
  public:
   using Params = P;
   const P& params() const { return params_; }

@@ -62,9 +62,9 @@ struct Engine::Core {
     Timeslot seen = 0;
   };
   // wait for neighbour.next >= t - latency + 1 (it feeds us)
-  std::vector<Neighbour> upstream;
+  cache_vector<Neighbour> upstream;
   // wait for neighbour.next >= t + latency - window + 1 (we feed it)
-  std::vector<Neighbour> downstream;
+  cache_vector<Neighbour> downstream;
   explicit Core(bool packet_log) : log(packet_log) {}
 };
 

@@ -48,10 +48,9 @@ class alignas(kCacheLine) Link {
   uint32_t latency() const { return latency_; }
 
  private:
-  // One cache line per slot: slot arrays of links owned by different cores
-  // are small heap neighbours and must not share lines (false sharing cost
-  // the 2-core engine a third of its speed).
-  struct alignas(64) Slot {
+  // The slot array is cache-line aligned and padded (cache_vector), so links
+  // owned by different cores never share a line.
+  struct Slot {
     Timeslot stamp = ~Timeslot{0};
     Packet pkt{};
   };
