@@ -106,6 +106,12 @@ struct SchemePreset {
   std::string queue_manager;
   std::string scheduler;
   std::string endpoint_priority = "none";  // see docs/config.md: none | flow_size | remaining_size
+  // Scheme-defined data carried in Packet::custom (at most 12 bytes): how
+  // many bytes endpoints put in each request and the emulator returns in each
+  // verdict. Both sides take these from the registry, and the wire protocol's
+  // handshake rejects a session whose sides disagree.
+  uint8_t request_custom_bytes = 0;
+  uint8_t verdict_custom_bytes = 0;
 };
 
 class SchemeRegistry {
@@ -144,7 +150,8 @@ class SchemeRegistry {
 #define FLEXPLANE_REGISTER_ROUTER(Class, name, doc, ...) \
   FLEXPLANE_REGISTER_(Router, Class, name, doc __VA_OPT__(, ) __VA_ARGS__)
 
-// FLEXPLANE_REGISTER_SCHEME(name, doc, classifier, queue_manager, scheduler[, endpoint_priority])
+// FLEXPLANE_REGISTER_SCHEME(name, doc, classifier, queue_manager, scheduler
+//                           [, endpoint_priority[, request_custom_bytes, verdict_custom_bytes]])
 #define FLEXPLANE_REGISTER_SCHEME(name, doc, cls, qm, sched, ...)                                            \
   [[maybe_unused]] static const bool FLEXPLANE_CONCAT(flexplane_scheme_, __LINE__) =                        \
       ::flexplane::SchemeRegistry::instance().add(::flexplane::SchemePreset{name, doc, cls, qm, sched         \

@@ -23,7 +23,7 @@ using namespace flexplane;
 namespace {
 
 constexpr uint32_t kEndpointsPerRack = 32;
-constexpr Timeslot kTimeslotsPerIteration = 20000;
+constexpr Timeslot kTimeslotsPerIteration = 100000;  // long enough to hide thread start-up
 
 std::vector<std::unique_ptr<Router>> make_routers(const Topology& t, const std::string& scheme) {
   std::vector<std::unique_ptr<Router>> out;

@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
   live_cmd->add_flag("--record", la.record, "write arrivals.csv and verdicts.csv (for `replay`)");
   live_cmd->add_option("--port", la.port, "DPDK port id (default 0)");
   live_cmd->add_option("--prio", la.prio, "request feature PRIO: auto (from the schemes) | on | off");
-  live_cmd->add_option("--req-custom", la.req_custom, "custom bytes per request (0..16, default 0)")->check(CLI::Range(0, 16));
-  live_cmd->add_option("--verdict-custom", la.verdict_custom, "custom bytes per verdict (0..16, default 0)")
+  live_cmd->add_option("--req-custom", la.req_custom, "custom bytes per request (0..16; default: what the schemes declare)")->check(CLI::Range(0, 16));
+  live_cmd->add_option("--verdict-custom", la.verdict_custom, "custom bytes per verdict (0..16; default: what the schemes declare)")
       ->check(CLI::Range(0, 16));
   live_cmd->add_option("--window", la.window, "protocol window per endpoint, a power of two (default 4096)")
       ->check(CLI::Range(2, 32768));

@@ -47,6 +47,8 @@ std::unique_ptr<Router> build_router(const RouterSpec& spec, ResolvedRouter* res
     qm = p->queue_manager;
     sched = p->scheduler;
     out.endpoint_priority = p->endpoint_priority;
+    out.request_custom_bytes = p->request_custom_bytes;
+    out.verdict_custom_bytes = p->verdict_custom_bytes;
   }
   auto c = make<ClassifierBase>(spec.classifier, cls, spec.where, &out.classifier, &out.classifier_params);
   auto q = make<QueueManagerBase>(spec.queue_manager, qm, spec.where, &out.queue_manager, &out.queue_manager_params);

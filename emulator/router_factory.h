@@ -31,6 +31,8 @@ struct ResolvedRouter {
   std::string classifier, queue_manager, scheduler;
   ResolvedParams router_params, classifier_params, queue_manager_params, scheduler_params;
   std::string endpoint_priority = "none";  // what the preset asks endpoints to stamp
+  uint8_t request_custom_bytes = 0;        // scheme data per request / verdict (from the preset)
+  uint8_t verdict_custom_bytes = 0;
 };
 
 // Throws ConfigError naming spec.where and the bad field.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "emulator/endpoint_contract.h"
 #include "emulator/output.h"
 #include "emulator/version.h"
 
@@ -14,20 +15,6 @@ namespace flexplane {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The stamping the schemes ask for, unless the config names one.
-PriorityStamp endpoint_priority(const RunConfig& c, const std::vector<ResolvedRouter>& routers) {
-  if (c.endpoint_priority != "auto") return parse_priority_stamp(c.endpoint_priority, c.file + ": endpoint.priority");
-  std::string wanted = "none";
-  for (const auto& r : routers) {
-    if (r.endpoint_priority == "none") continue;
-    if (wanted != "none" && wanted != r.endpoint_priority)
-      throw ConfigError(c.file + ": endpoint.priority: routers' schemes want different endpoint stamping ('" + wanted +
-                        "' and '" + r.endpoint_priority + "'); set endpoint.priority explicitly");
-    wanted = r.endpoint_priority;
-  }
-  return parse_priority_stamp(wanted, c.file + ": endpoint.priority");
-}
 
 void emit_params(YAML::Emitter& y, const char* key, const std::string& name, const ResolvedParams& params) {
   if (name.empty()) return;
@@ -91,7 +78,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   for (size_t i = 0; i < c.router_specs.size(); ++i) routers.push_back(build_router(c.router_specs[i], &resolved[i]));
 
   EndpointStamping stamping;
-  stamping.priority = endpoint_priority(c, resolved);
+  stamping.priority = endpoint_contract(c, resolved).priority;
   stamping.ect = c.endpoint_ect;
   stamping.packet_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
 

@@ -19,6 +19,7 @@
 
 #include "api/params.h"
 #include "emulator/config.h"
+#include "emulator/endpoint_contract.h"
 #include "emulator/flow_trace.h"
 #include "emulator/router_factory.h"
 #include "emulator/version.h"
@@ -29,23 +30,6 @@ using namespace flexplane;
 using namespace flexplane::endpoint;
 
 namespace {
-
-// What the routers' schemes ask the endpoints to stamp (as the emulator's
-// virtual-time runs do, emulator/run.cc).
-PriorityStamp priority_stamp(const RunConfig& c) {
-  if (c.endpoint_priority != "auto") return parse_priority_stamp(c.endpoint_priority, c.file + ": endpoint.priority");
-  std::string wanted = "none";
-  for (const auto& spec : c.router_specs) {
-    ResolvedRouter r;
-    build_router(spec, &r);
-    if (r.endpoint_priority == "none") continue;
-    if (wanted != "none" && wanted != r.endpoint_priority)
-      throw ConfigError(c.file + ": endpoint.priority: routers' schemes want different endpoint stamping ('" + wanted +
-                        "' and '" + r.endpoint_priority + "'); set endpoint.priority explicitly");
-    wanted = r.endpoint_priority;
-  }
-  return parse_priority_stamp(wanted, c.file + ": endpoint.priority");
-}
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "flexplane-endpoint: %s\n(see --help)\n", msg.c_str());
@@ -130,7 +114,10 @@ int main(int argc, char** argv) {
     }
     for (const auto& f : generate_flows(spec, n))
       if (f.src == id) mine.push_back(f);
-    o.stamping.priority = priority_stamp(c);
+    const EndpointContract contract = endpoint_contract(c);  // from the scheme registry, as the emulator does
+    o.stamping.priority = contract.priority;
+    o.req_custom_len = contract.request_custom_bytes;
+    o.verdict_custom_len = contract.verdict_custom_bytes;
     o.stamping.ect = c.endpoint_ect;
     o.stamping.packet_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
   } catch (const std::exception& e) {

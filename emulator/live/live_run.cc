@@ -1,5 +1,7 @@
 #include "emulator/live/live_run.h"
 
+#include "emulator/endpoint_contract.h"
+
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -56,14 +58,6 @@ std::vector<std::unique_ptr<Router>> build_routers(const RunConfig& c, std::vect
   std::vector<std::unique_ptr<Router>> routers;
   for (size_t i = 0; i < c.router_specs.size(); ++i) routers.push_back(build_router(c.router_specs[i], &(*resolved)[i]));
   return routers;
-}
-
-// What the routers' schemes ask endpoints to stamp (as run.cc decides it).
-bool wants_priority(const RunConfig& c, const std::vector<ResolvedRouter>& routers) {
-  if (c.endpoint_priority != "auto") return c.endpoint_priority != "none";
-  for (const auto& r : routers)
-    if (r.endpoint_priority != "none") return true;
-  return false;
 }
 
 EngineOptions engine_options(const RunConfig& c, uint32_t cores) {
@@ -166,10 +160,15 @@ int live_impl(const LiveArgs& a) {
   RunConfig c = pick_run(a.config, a.variant);
   if (!a.out_dir.empty()) c.output_dir = a.out_dir;
   if (a.prio != "auto" && a.prio != "on" && a.prio != "off") throw BadArgs("--prio must be auto, on or off");
-  if (a.req_custom > FP_MAX_CUSTOM || a.verdict_custom > FP_MAX_CUSTOM) throw BadArgs("custom sizes must be <= 16");
+  if (a.req_custom > int{FP_MAX_CUSTOM} || a.verdict_custom > int{FP_MAX_CUSTOM}) throw BadArgs("custom sizes must be <= 16");
   std::vector<ResolvedRouter> resolved;
   std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
-  const bool prio = a.prio == "on" || (a.prio == "auto" && wants_priority(c, resolved));
+  // Priority and custom-data sizes come from the scheme registry, exactly as
+  // the endpoint driver derives them; flags override for experiments.
+  const EndpointContract contract = endpoint_contract(c, resolved);
+  const bool prio = a.prio == "on" || (a.prio == "auto" && contract.priority != PriorityStamp::kNone);
+  const uint32_t req_custom = a.req_custom >= 0 ? a.req_custom : contract.request_custom_bytes;
+  const uint32_t verdict_custom = a.verdict_custom >= 0 ? a.verdict_custom : contract.verdict_custom_bytes;
 
   // 2. EAL and the port.
   std::vector<std::string> eal = {"flexplane-emulator"};
@@ -211,8 +210,8 @@ int live_impl(const LiveArgs& a) {
   cc.udp_port = c.live.udp_port;
   cc.endpoint_ips = c.live.endpoint_ips;
   cc.apkt_bytes = static_cast<uint16_t>(std::min<uint32_t>(c.network.abstract_packet_bytes, 65535));
-  cc.req_custom_len = static_cast<uint8_t>(a.req_custom);
-  cc.verdict_custom_len = static_cast<uint8_t>(a.verdict_custom);
+  cc.req_custom_len = static_cast<uint8_t>(req_custom);
+  cc.verdict_custom_len = static_cast<uint8_t>(verdict_custom);
   cc.features = prio ? FP_FEAT_PRIO : 0;
   cc.window = a.window;
   if (a.rto_us > 0) {
@@ -240,7 +239,7 @@ int live_impl(const LiveArgs& a) {
                "listening on %s:%u; features %s, custom %u/%u -> %s\n",
                c.topology.num_endpoints, c.topology.routers.size(), c.cores, c.network.timeslot_ns(), a.port,
                info.driver_name ? info.driver_name : "?", mac, c.live.emulator_ip.c_str(), c.live.udp_port,
-               prio ? "PRIO" : "none", a.req_custom, a.verdict_custom, c.output_dir.c_str());
+               prio ? "PRIO" : "none", req_custom, verdict_custom, c.output_dir.c_str());
 
   g_signal = 0;
   std::signal(SIGINT, on_signal);

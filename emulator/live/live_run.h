@@ -17,7 +17,7 @@ struct LiveArgs {
   bool record = false;         // arrivals.csv + verdicts.csv
   uint16_t port = 0;           // DPDK port id
   std::string prio = "auto";   // auto | on | off: request feature PRIO
-  uint32_t req_custom = 0, verdict_custom = 0;  // custom bytes per request / verdict
+  int req_custom = -1, verdict_custom = -1;  // custom bytes per request / verdict; -1: from the schemes
   uint32_t window = 4096;      // protocol window per endpoint (power of two)
   double rto_us = 0;           // verdict retransmission timeout (0 = protocol default, 500 us)
   double idle_sleep_us = -1;   // comm core sleep when idle; -1 = 20 if live.sleep_when_ahead else 0
