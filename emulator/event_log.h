@@ -47,12 +47,7 @@ class EventLog final : public EventSink {
   void on_drop(const Packet& p, uint32_t router_id, PortId port, Reason reason, Timeslot now) override {
     if (forward_) forward_->on_drop(p, router_id, port, reason, now);
     if (!record_drops_) return;
-    PacketEvent e;
-    e.time = now;
-    e.flow = p.flow;
-    e.seq = p.seq;
-    e.src = p.src;
-    e.dst = p.dst;
+    PacketEvent e = event_for(p, now);
     e.router = router_id;
     e.port = port;
     e.kind = PacketEvent::kDropped;
@@ -62,12 +57,7 @@ class EventLog final : public EventSink {
 
   bool log_deliveries() const { return log_deliveries_; }
   void on_deliver(const Packet& p, Timeslot now) {
-    PacketEvent e;
-    e.time = now;
-    e.flow = p.flow;
-    e.seq = p.seq;
-    e.src = p.src;
-    e.dst = p.dst;
+    PacketEvent e = event_for(p, now);
     e.kind = PacketEvent::kDelivered;
     e.ce = p.ce();
     events_.push_back(e);
@@ -77,6 +67,16 @@ class EventLog final : public EventSink {
   std::vector<PacketEvent>& events() { return events_; }
 
  private:
+  static PacketEvent event_for(const Packet& p, Timeslot now) {
+    PacketEvent e;
+    e.time = now;
+    e.flow = p.flow;
+    e.seq = p.seq;
+    e.src = p.src;
+    e.dst = p.dst;
+    return e;
+  }
+
   bool log_deliveries_;
   EventSink* forward_ = nullptr;
   bool record_drops_ = true;

@@ -19,15 +19,8 @@ namespace {
 constexpr double kCdfEndTolerance = 1e-9;
 constexpr double kMaxSizePkts = std::numeric_limits<uint32_t>::max();
 
-bool parse_double(const std::string& s, double& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(s.c_str(), &end);
-  if (errno || *end || !std::isfinite(v)) return false;
-  out = v;
-  return true;
-}
+// Strict numbers, as for every other config value (api/params.h).
+bool parse_double(const std::string& s, double& out) { return params_detail::parse(s, out); }
 
 std::string num(double v) {
   std::ostringstream os;

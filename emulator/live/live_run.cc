@@ -436,9 +436,13 @@ int replay_impl(const ReplayArgs& a) {
 
 }  // namespace
 
-int run_live(const LiveArgs& args) {
+namespace {
+// Runs `body`, turning errors into a message and an exit status: 2 for bad
+// arguments or configuration, `other` for anything else.
+template <class Fn>
+int report_errors(Fn&& body, int other) {
   try {
-    return live_impl(args);
+    return body();
   } catch (const BadArgs& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
@@ -450,23 +454,14 @@ int run_live(const LiveArgs& args) {
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return other;
   }
 }
+}  // namespace
 
-int run_replay(const ReplayArgs& args) {
-  try {
-    return replay_impl(args);
-  } catch (const BadArgs& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;  // unreadable arrivals file: bad argument
-  }
-}
+int run_live(const LiveArgs& args) { return report_errors([&] { return live_impl(args); }, 1); }
+
+// An unreadable arrivals file is a bad argument too: exit 2.
+int run_replay(const ReplayArgs& args) { return report_errors([&] { return replay_impl(args); }, 2); }
 
 }  // namespace flexplane::live
