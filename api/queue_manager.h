@@ -41,10 +41,13 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
     QueueBank& b = this->bank();
     out.set_now(now);
     for (uint32_t i = 0; i < n; ++i) {
-      ++b.counters(ports[i], queues[i]).arrived;
+      // Locals: the stores below may alias the arrays as far as the compiler knows.
+      const PortId port = ports[i];
+      const QueueId q = queues[i];
+      ++b.counters(port, q).arrived;
       const uint64_t settled = b.settled();
-      out.set_context(ports[i], queues[i]);
-      self->enqueue(pkts[i], ports[i], queues[i], now, out);
+      out.set_context(port, q);
+      self->enqueue(pkts[i], port, q, now, out);
       if (__builtin_expect(b.settled() == settled, 0)) out.drop(pkts[i], Reason::kBankOverflow);
     }
   }

@@ -29,12 +29,17 @@ class Router {
  public:
   virtual ~Router() = default;
   virtual void bind(const RouterEnv& env) = 0;
-  // Packets arriving at `now`, in input-port order. The router takes them all:
-  // each is queued or dropped (with a reason).
+  // Packets arriving at `now`, in input-port order; the engine may split a
+  // timeslot's arrivals over several calls (its rack's endpoints first, then
+  // other routers), all before output(). The router takes them all: each is
+  // queued or dropped (with a reason). It may reorder or overwrite `pkts`.
   virtual void input(Packet* pkts, uint32_t n, Timeslot now) = 0;
   // Emit at most one packet per output port; returns how many were written.
   // `out` and `out_ports` have room for num_ports entries.
   virtual uint32_t output(Timeslot now, Packet* out, PortId* out_ports) = 0;
+  // True if output() never names a port twice in a timeslot nor a port
+  // >= num_ports; the engine then skips checking that (PatternRouter: true).
+  virtual bool one_packet_per_port() const { return false; }
   // The framework-owned accounting (occupancy, counters).
   virtual const QueueBank& bank() const = 0;
   // Packets dropped before reaching any queue (unknown destination).

@@ -1,11 +1,13 @@
 #include "emulator/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <map>
 #include <thread>
 
 #include "api/params.h"
+#include "emulator/access_links.h"
 
 namespace flexplane {
 
@@ -68,50 +70,104 @@ struct Engine::Core {
   explicit Core(bool packet_log) : log(packet_log) {}
 };
 
+// How a router output port is connected.
+enum class PortKind : uint8_t { kNone, kEndpoint, kRouter };
+
+struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
+  std::unique_ptr<TrafficSource> source;
+  std::unique_ptr<TrafficSink> sink;
+  AccessLinks up, down;  // endpoints -> ToR, ToR -> endpoints
+  cache_vector<uint32_t> sent_local;
+
+  void step(Timeslot now) override {
+    Packet* arrived;
+    if (const uint32_t n = down.arriving(now, &arrived)) sink->deliver(arrived, n, now);
+    const uint32_t m = source->emit(now, up.send_buffer(now), sent_local.data());
+    assert(sends_one_per_endpoint(m));
+    up.commit(now, m);
+  }
+
+  // The source contract: at most one packet per endpoint, in endpoint order
+  // (so a router sees its arrivals in input-port order, as from separate links).
+  bool sends_one_per_endpoint(uint32_t m) const {
+    for (uint32_t i = 0; i < m; ++i)
+      if (sent_local[i] >= sent_local.size() || (i && sent_local[i] <= sent_local[i - 1])) return false;
+    return true;
+  }
+};
+
 struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   Router* router = nullptr;
   uint32_t id = 0;
   Core* core = nullptr;
   Timeslot sample_every = 0;
-  std::vector<Link*> in, out;  // per port; null if unconnected
+  EndpointGroupNode* rack = nullptr;  // the endpoints on this router's ports, if any
+  bool trusted = false;               // router->one_packet_per_port()
+  bool all_ports_to_rack = false;     // trusted, and every port leads to the rack
+  std::vector<Link*> in;              // links from other routers, in port order
+  std::vector<Link*> out;             // per port; set for PortKind::kRouter
+  cache_vector<PortKind> kind;        // per port
+  cache_vector<uint64_t> used;        // per port, one bit: sent this timeslot
   cache_vector<Packet> batch, sent;
   cache_vector<PortId> sent_ports;
 
   void step(Timeslot now) override {
-    uint32_t n = 0;
-    for (Link* l : in)
-      if (l && l->take(now, batch[n])) ++n;
-    router->input(batch.data(), n, now);
-    const uint32_t m = router->output(now, sent.data(), sent_ports.data());
+    // Arrivals: the rack's endpoints (lower ports), then other routers.
+    Packet* arrived;
+    if (rack)
+      if (const uint32_t n = rack->up.arriving(now, &arrived)) router->input(arrived, n, now);
+    if (!in.empty()) {
+      uint32_t n = 0;
+      for (Link* l : in)
+        if (l->take(now, batch[n])) ++n;
+      if (n) router->input(batch.data(), n, now);
+    }
+
+    // Departures go straight into the rack's access-link slot; the few bound
+    // for other routers are moved onto their links and squeezed out.
+    Packet* out_pkts = rack ? rack->down.send_buffer(now) : sent.data();
+    const uint32_t m = router->output(now, out_pkts, sent_ports.data());
+    const uint32_t to_rack = all_ports_to_rack ? m : dispatch(now, out_pkts, m);
+    if (rack) rack->down.commit(now, to_rack);
+
+    if (sample_every && now % sample_every == 0) sample(now);
+  }
+
+  // Moves packets for other routers onto their links and squeezes them out of
+  // `pkts`; checks the one-packet-per-port rule unless the router vouches for
+  // it. Returns how many packets stay (those for the rack).
+  uint32_t dispatch(Timeslot now, Packet* pkts, uint32_t m) {
+    uint32_t to_rack = 0;
     for (uint32_t i = 0; i < m; ++i) {
       const PortId p = sent_ports[i];
-      if (__builtin_expect(p >= out.size() || !out[p] || !out[p]->put(now, sent[i]), 0)) ++core->collisions;
-    }
-    if (sample_every && now % sample_every == 0) {
-      const QueueBank& b = router->bank();
-      for (PortId p = 0; p < b.num_ports(); ++p) {
-        uint64_t bytes = 0;
-        for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(p, q);
-        core->occupancy.push_back(OccupancySample{now, id, p, b.port_packets(p), bytes});
+      if (!trusted) {
+        if (__builtin_expect(p >= kind.size() || (used[p >> 6] & (1ull << (p & 63))), 0)) {
+          ++core->collisions;  // unconnected port, or a second packet on one port
+          continue;
+        }
+        used[p >> 6] |= 1ull << (p & 63);
+      }
+      if (__builtin_expect(kind[p] == PortKind::kEndpoint, 1)) {
+        if (to_rack != i) pkts[to_rack] = pkts[i];
+        ++to_rack;
+      } else if (kind[p] == PortKind::kRouter) {
+        if (!out[p]->put(now, pkts[i])) ++core->collisions;
+      } else {
+        ++core->collisions;
       }
     }
+    if (!trusted)
+      for (uint64_t& w : used) w = 0;
+    return to_rack;
   }
-};
 
-struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
-  std::unique_ptr<TrafficSource> source;
-  std::unique_ptr<TrafficSink> sink;
-  std::vector<Link*> up, down;  // per local endpoint
-  cache_vector<Packet> batch, sent;
-  cache_vector<uint32_t> sent_local;
-
-  void step(Timeslot now) override {
-    uint32_t n = 0;
-    for (Link* l : down)
-      if (l->take(now, batch[n])) ++n;
-    if (n) sink->deliver(batch.data(), n, now);
-    const uint32_t m = source->emit(now, sent.data(), sent_local.data());
-    for (uint32_t i = 0; i < m; ++i) up[sent_local[i]]->put(now, sent[i]);
+  void sample(Timeslot now) {
+    const QueueBank& b = router->bank();
+    for (PortId p = 0; p < b.num_ports(); ++p) {
+      uint64_t bytes = 0;
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(p, q);
+      core->occupancy.push_back(OccupancySample{now, id, p, b.port_packets(p), bytes});
+    }
   }
 };
 
@@ -172,8 +228,10 @@ void Engine::build(Traffic& traffic) {
     node->id = r;
     node->core = cores_[router_core_[r]].get();
     node->sample_every = options_.occupancy_interval;
-    node->in.assign(spec.num_ports, nullptr);
+    node->trusted = routers_[r]->one_packet_per_port();
     node->out.assign(spec.num_ports, nullptr);
+    node->kind.assign(spec.num_ports, PortKind::kNone);
+    node->used.assign((spec.num_ports + 63) / 64, 0);
     node->batch.resize(spec.num_ports);
     node->sent.resize(spec.num_ports);
     node->sent_ports.resize(spec.num_ports);
@@ -200,38 +258,55 @@ void Engine::build(Traffic& traffic) {
     max_latency_into[key] = std::max(max_latency_into[key], latency);
   };
 
+  // Router-to-router links; each router reads its in-links in port order.
+  std::vector<std::vector<std::pair<PortId, Link*>>> in_links(nr);
   for (const auto& rl : topology_.router_links) {
     const uint32_t ca = router_core_[rl.a.router], cb = router_core_[rl.b.router];
     Link* ab = new_link(rl.latency_timeslots, ca, cb);
     Link* ba = new_link(rl.latency_timeslots, cb, ca);
-    rnodes[rl.a.router]->out.at(rl.a.port) = ab;
-    rnodes[rl.b.router]->in.at(rl.b.port) = ab;
-    rnodes[rl.b.router]->out.at(rl.b.port) = ba;
-    rnodes[rl.a.router]->in.at(rl.a.port) = ba;
-    note_link(router_core_[rl.a.router], router_core_[rl.b.router], rl.latency_timeslots);
-    note_link(router_core_[rl.b.router], router_core_[rl.a.router], rl.latency_timeslots);
+    for (auto [from, to, link] : {std::tuple{rl.a, rl.b, ab}, std::tuple{rl.b, rl.a, ba}}) {
+      rnodes[from.router]->out.at(from.port) = link;
+      rnodes[from.router]->kind.at(from.port) = PortKind::kRouter;
+      in_links[to.router].emplace_back(to.port, link);
+    }
+    note_link(ca, cb, rl.latency_timeslots);
+    note_link(cb, ca, rl.latency_timeslots);
+  }
+  for (uint32_t r = 0; r < nr; ++r) {
+    std::sort(in_links[r].begin(), in_links[r].end());
+    for (const auto& [port, link] : in_links[r]) rnodes[r]->in.push_back(link);
   }
 
-  // One endpoint group per router with endpoints, on that router's core.
+  // One endpoint group per router with endpoints, on that router's core,
+  // joined to it by one AccessLinks wheel in each direction.
   for (uint32_t r = 0; r < nr; ++r) {
     const std::vector<EndpointId> group = topology_.endpoints_of(r);
     if (group.empty()) continue;
     Core* core = cores_[router_core_[r]].get();
     auto node = std::make_unique<EndpointGroupNode>();
-    for (EndpointId e : group) {
-      const PortRef at = topology_.endpoint_port[e];
-      Link* up = new_link(topology_.endpoint_latency_timeslots, core->id, core->id);
-      Link* down = new_link(topology_.endpoint_latency_timeslots, core->id, core->id);
-      rnodes[r]->in.at(at.port) = up;
-      rnodes[r]->out.at(at.port) = down;
-      node->up.push_back(up);
-      node->down.push_back(down);
+    PortId last_port = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+      const PortId port = topology_.endpoint_port[group[i]].port;
+      if (i && port <= last_port)  // the source's endpoint order must be the router's port order
+        throw ConfigError("engine: router " + std::to_string(r) + ": endpoints must sit on increasing ports");
+      if (rnodes[r]->kind.at(port) != PortKind::kNone)
+        throw ConfigError("engine: router " + std::to_string(r) + " port " + std::to_string(port) +
+                          " is connected twice");
+      rnodes[r]->kind[port] = PortKind::kEndpoint;
+      last_port = port;
     }
-    node->batch.resize(group.size());
-    node->sent.resize(group.size());
+    for (const auto& [port, link] : in_links[r])
+      if (port < last_port)
+        throw ConfigError("engine: router " + std::to_string(r) + ": endpoint ports must come before router ports");
+    node->up.init(topology_.endpoint_latency_timeslots, static_cast<uint32_t>(group.size()));
+    node->down.init(topology_.endpoint_latency_timeslots, topology_.routers[r].num_ports);
     node->sent_local.resize(group.size());
     node->source = traffic.make_source(group);
     node->sink = traffic.make_sink(group, &core->log);
+    rnodes[r]->rack = node.get();
+    rnodes[r]->all_ports_to_rack =
+        rnodes[r]->trusted && std::all_of(rnodes[r]->kind.begin(), rnodes[r]->kind.end(),
+                                          [](PortKind k) { return k == PortKind::kEndpoint; });
     core->nodes.push_back(std::move(node));
   }
 

@@ -26,7 +26,7 @@ class FlowSource final : public TrafficSource {
  public:
   FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, uint32_t num_endpoints,
              EndpointStamping stamping, std::vector<Timeslot>& first_sent)
-      : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()) {
+      : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()), active_((group.size() + 63) / 64, 0) {
     std::vector<int32_t> local_of(num_endpoints, -1);
     for (size_t i = 0; i < group.size(); ++i) local_of[group[i]] = static_cast<int32_t>(i);
     for (const auto& f : flows)  // flows are sorted by start: keep that order
@@ -41,12 +41,14 @@ class FlowSource final : public TrafficSource {
         nic.queue.clear();
         nic.head = 0;
       }
-      if (nic.queue.size() == nic.head) active_.push_back(a.local);
+      if (nic.queue.size() == nic.head) active_[a.local >> 6] |= 1ull << (a.local & 63);
       nic.queue.push_back(a.flow);
     }
+    // Busy NICs in endpoint order (the engine's source contract).
     uint32_t n = 0;
-    for (size_t i = 0; i < active_.size();) {
-      const uint32_t l = active_[i];
+    for (size_t w = 0; w < active_.size(); ++w)
+      for (uint64_t bits = active_[w]; bits; bits &= bits - 1) {
+      const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
       Nic& nic = nics_[l];
       const FlowSpec& f = flows_[nic.queue[nic.head]];
       Packet& p = out[n];
@@ -64,13 +66,8 @@ class FlowSource final : public TrafficSource {
       if (nic.seq == 0) first_sent_[f.id] = now;
       if (++nic.seq == f.size_pkts) {
         nic.seq = 0;
-        if (++nic.head == nic.queue.size()) {  // NIC idle: drop from the active list
-          active_[i] = active_.back();
-          active_.pop_back();
-          continue;
-        }
+        if (++nic.head == nic.queue.size()) active_[w] &= ~(1ull << (l & 63));  // NIC idle
       }
-      ++i;
     }
     return n;
   }
@@ -91,7 +88,7 @@ class FlowSource final : public TrafficSource {
   std::vector<Arrival> arrivals_;
   size_t next_arrival_ = 0;
   std::vector<Nic> nics_;
-  std::vector<uint32_t> active_;  // NICs with something to send (order does not affect results)
+  std::vector<uint64_t> active_;  // bit l: NIC l has something to send
 };
 
 class FlowSink final : public TrafficSink {

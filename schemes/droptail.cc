@@ -12,8 +12,8 @@ class DropTailQueueManager : public QueueManager<DropTailQueueManager, DropTailP
   uint32_t queue_capacity_pkts() const override { return params().capacity_pkts; }
 
   void enqueue(Packet& p, PortId port, QueueId q, Timeslot, Verdicts& out) {
-    if (bank().packets(port, q) >= params().capacity_pkts) return out.drop(p, Reason::kQueueFull);
-    bank().push(port, q, p);
+    // The bank holds capacity_pkts per queue (queue_capacity_pkts above).
+    if (!bank().push(port, q, p)) out.drop(p, Reason::kQueueFull);
   }
 };
 
