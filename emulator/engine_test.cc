@@ -194,3 +194,51 @@ TEST_CASE("backlogged all-to-all keeps every ToR port busy every timeslot", "[en
   REQUIRE(traffic.delivered() == 32u * 998u);
   REQUIRE(engine.events().empty());
 }
+
+namespace {
+
+// A generic Router that breaks the one-packet-per-port rule: it sends all it
+// received last timeslot on one port, plus a copy of the first on a port it
+// does not have.
+class SloppyRouter final : public Router {
+ public:
+  void bind(const RouterEnv& env) override { bank_.reset(env.num_ports, 1, 16); }
+  void input(Packet* pkts, uint32_t n, Timeslot) override { held_.insert(held_.end(), pkts, pkts + n); }
+  uint32_t output(Timeslot, Packet* out, PortId* out_ports) override {
+    if (held_.empty()) return 0;
+    uint32_t m = 0;
+    for (const Packet& p : held_) {
+      out[m] = p;
+      out_ports[m++] = p.dst;
+    }
+    out[m] = held_[0];
+    out_ports[m++] = 99;
+    held_.clear();
+    return m;
+  }
+  const QueueBank& bank() const override { return bank_; }
+  uint64_t unrouted() const override { return 0; }
+
+ private:
+  QueueBank bank_;
+  std::vector<Packet> held_;
+};
+
+}  // namespace
+
+TEST_CASE("a router sending twice on one port, or on a missing port, loses those packets visibly", "[engine]") {
+  Topology topo = make_single_rack(4, 1);
+  FlowList flows(2);
+  flows[0] = FlowSpec{0, 0, 2, 1, 0};
+  flows[1] = FlowSpec{1, 1, 2, 1, 0};
+  FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(std::make_unique<SloppyRouter>());
+  Engine engine(topo, std::move(routers), traffic, EngineOptions{});
+  engine.run(10);
+  // Both arrive at t=1; the router sends both on port 2 and one on port 99:
+  // the first on port 2 gets through, the other two are counted collisions.
+  REQUIRE(engine.link_collisions() == 2);
+  REQUIRE(traffic.finished(0));
+  REQUIRE_FALSE(traffic.finished(1));
+}
