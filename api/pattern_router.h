@@ -50,7 +50,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     return n ? sched_->schedule_batch(live_ports_.data(), n, now, out, out_ports) : 0;
   }
 
-  // The scheduler is asked once per backlogged port.
+  // The scheduler is asked once per backlogged port, in port order.
   bool one_packet_per_port() const override { return true; }
   const QueueBank& bank() const override { return bank_; }
   uint64_t unrouted() const override { return verdicts_.unrouted(); }

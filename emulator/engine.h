@@ -6,9 +6,10 @@
 //    one packet per port; links delay by >= 1 timeslot, so within a timeslot
 //    the order in which nodes run does not matter.
 //  - Deterministic parallelism: a core runs timeslot t once each upstream
-//    neighbour core has finished t - latency (per-core watermarks, no global
-//    barrier), and never runs so far ahead that it would overwrite a link slot
-//    a downstream core has not read. All randomness is seeded per component.
+//    neighbour core has run t - latency on its boundary nodes, those with
+//    cross-core links (per-core watermarks, no global barrier), and never runs
+//    so far ahead that it would overwrite a link slot a downstream core has
+//    not read. All randomness is seeded per component.
 //    Hence results are identical on 1 or N cores (tested).
 //  - The engine owns no scheme logic and no traffic logic: routers come from
 //    the registry, traffic from a Traffic implementation.
