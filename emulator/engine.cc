@@ -76,6 +76,13 @@ struct Engine::Core {
   // wait for neighbour.next >= t + latency - window + 1 (we feed it)
   cache_vector<Neighbour> downstream;
   explicit Core(bool packet_log) : log(packet_log) {}
+
+  // Before reading a cross-core link at `t`: every upstream core has run
+  // t - latency (called by the nodes that read such links, as late as they can).
+  void wait_upstream(Timeslot t) {
+    for (auto& n : upstream)
+      if (t + 1 > n.latency && n.seen < t + 1 - n.latency) n.seen = wait_until_at_least(n.core->next, t + 1 - n.latency);
+  }
 };
 
 // How a router output port is connected.
@@ -127,6 +134,8 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     if (rack)
       if (const uint32_t n = rack->up.arriving(now, &arrived)) router->input(arrived, n, now);
     if (!in.empty()) {
+      // Only now wait for other cores: the rack's arrivals above overlapped the hand-off.
+      if (boundary) core->wait_upstream(now);
       uint32_t n = 0;
       for (Link* l : in)
         if (l->take(now, batch[n])) ++n;
@@ -370,8 +379,6 @@ void Engine::run_core(Core& core, Timeslot begin) {
         if (lag > core.max_lag_ns.load(std::memory_order_relaxed)) core.max_lag_ns.store(lag, std::memory_order_relaxed);
       }
     }
-    for (auto& n : core.upstream)
-      if (t + 1 > n.latency && n.seen < t + 1 - n.latency) n.seen = wait_until_at_least(n.core->next, t + 1 - n.latency);
     for (auto& n : core.downstream)
       if (t + n.latency + 1 > window_ && n.seen < t + n.latency + 1 - window_)
         n.seen = wait_until_at_least(n.core->next, t + n.latency + 1 - window_);
