@@ -25,6 +25,8 @@ demo: build
 test: deps
 	@scripts/run_tests.sh
 
+# Repetitions interleaved across cases: these VMs drift by +-20% over minutes.
+BENCH_ARGS ?= --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 bench: build
 	@$(BUILD)/flexplane_bench --benchmark_counters_tabular=true $(BENCH_ARGS)
 
