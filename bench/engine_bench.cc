@@ -14,9 +14,6 @@
 // Run: make bench   (see docs/performance.md)
 #include <benchmark/benchmark.h>
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <chrono>
 #include <ctime>
 #include <thread>
@@ -97,13 +94,6 @@ struct InlineLauncher final : CoreLauncher {
   }
 };
 
-void pin_to(std::thread& t, int cpu) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  pthread_setaffinity_np(t.native_handle(), sizeof one, &one);
-}
-
 // The scaling baseline: range(0) unconnected single-rack engines, each on its
 // own pinned thread, at the same time. Nothing is shared, so this is what N
 // cores of this (shared, noisy) machine give when no core ever waits for
@@ -131,7 +121,7 @@ void BM_Engine_Independent(benchmark::State& state) {
         InlineLauncher inline_launcher;
         engines[i]->run(end, {}, 1.0, &inline_launcher);
       });
-      pin_to(threads.back(), static_cast<int>(i));
+      pin_to_cpu(threads.back(), static_cast<int>(i));
     }
     for (auto& t : threads) t.join();
     secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -21,6 +21,14 @@ class CoreLauncher {
   virtual void run(std::vector<std::function<void()>> jobs, const std::function<void()>& monitor) = 0;
 };
 
+// Best effort: the thread runs wherever the OS likes if this fails.
+inline void pin_to_cpu(std::thread& t, int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  pthread_setaffinity_np(t.native_handle(), sizeof one, &one);
+}
+
 // Plain threads. When there are at least as many CPUs allowed as jobs, job i
 // is pinned to the i-th allowed CPU: engine cores spin-wait on each other, so
 // two of them sharing a CPU (or migrating) costs far more than it would for
@@ -38,12 +46,7 @@ class ThreadLauncher final : public CoreLauncher {
     threads.reserve(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) {
       threads.emplace_back(std::move(jobs[i]));
-      if (pin) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[i], &one);
-        pthread_setaffinity_np(threads.back().native_handle(), sizeof one, &one);  // best effort
-      }
+      if (pin) pin_to_cpu(threads.back(), cpus[i]);
     }
     if (monitor) monitor();
     for (auto& t : threads) t.join();

@@ -120,7 +120,6 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   bool trusted = false;               // router->one_packet_per_port()
   PortId rack_end = 0;                // ports below this all lead to the rack ...
   bool rack_first = false;            // ... and the router is trusted (dispatch_tail)
-  bool all_ports_to_rack = false;     // rack_first, and every port leads to the rack
   std::vector<Link*> in;              // links from other routers, in port order
   std::vector<Link*> out;             // per port; set for PortKind::kRouter
   cache_vector<PortKind> kind;        // per port
@@ -146,14 +145,15 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     // for other routers are moved onto their links and squeezed out.
     Packet* out_pkts = rack ? rack->down.send_buffer(now) : sent.data();
     const uint32_t m = router->output(now, out_pkts, sent_ports.data());
-    const uint32_t to_rack = all_ports_to_rack ? m : rack_first ? dispatch_tail(now, out_pkts, m) : dispatch(now, out_pkts, m);
+    const uint32_t to_rack = rack_first ? dispatch_tail(now, out_pkts, m) : dispatch(now, out_pkts, m);
     if (rack) rack->down.commit(now, to_rack);
 
     if (sample_every && now % sample_every == 0) sample(now);
   }
 
   // A trusted router's output is in port order and the rack's ports come
-  // first, so packets for other routers are a tail of the batch.
+  // first, so packets for other routers are a tail of the batch (none, in a
+  // single rack: one comparison per timeslot).
   uint32_t dispatch_tail(Timeslot now, const Packet* pkts, uint32_t m) {
     while (m && sent_ports[m - 1] >= rack_end) {
       --m;
@@ -339,7 +339,6 @@ void Engine::build(Traffic& traffic) {
     rn.rack_end = static_cast<PortId>(last_port + 1);
     rn.rack_first = rn.trusted && std::all_of(rn.kind.begin(), rn.kind.begin() + rn.rack_end,
                                               [](PortKind k) { return k == PortKind::kEndpoint; });
-    rn.all_ports_to_rack = rn.rack_first && rn.rack_end == rn.kind.size();
     core->nodes.push_back(std::move(node));
   }
 
