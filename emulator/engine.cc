@@ -60,6 +60,7 @@ struct Engine::Core {
   EventLog log;
   std::vector<OccupancySample> occupancy;
   uint64_t collisions = 0;
+  TimeslotTimer timer;  // if options.time_timeslots
   // Real-time health, written by this core, read by the monitor.
   std::atomic<uint64_t> late{0};
   std::atomic<int64_t> max_lag_ns{0};
@@ -363,6 +364,8 @@ int64_t wall_ns() {
 
 void Engine::run_core(Core& core, Timeslot begin) {
   const bool real_time = options_.clock == Clock::kRealTime;
+  const bool timed = options_.time_timeslots;
+  if (timed) core.timer.start();
   for (Timeslot t = begin; t < end_.load(std::memory_order_relaxed); ++t) {
     if (real_time) {
       const int64_t deadline = start_ns_ + static_cast<int64_t>((t - start_slot_) * options_.timeslot_ns);
@@ -389,7 +392,9 @@ void Engine::run_core(Core& core, Timeslot begin) {
     for (size_t i = 0; i < nb; ++i) core.nodes[i]->step(t);
     core.next.store(t + 1, std::memory_order_release);
     for (size_t i = nb; i < core.nodes.size(); ++i) core.nodes[i]->step(t);
+    if (timed) core.timer.tick();
   }
+  if (timed) core.timer.stop();
 }
 
 void Engine::request_stop() {
@@ -480,6 +485,12 @@ uint64_t Engine::link_collisions() const {
   uint64_t sum = 0;
   for (const auto& c : cores_) sum += c->collisions;
   return sum;
+}
+
+std::vector<TimeslotTiming> Engine::timeslot_timing() const {
+  std::vector<TimeslotTiming> out;
+  for (const auto& c : cores_) out.push_back(c->timer.timing());
+  return out;
 }
 
 std::vector<PacketEvent> Engine::events() const {

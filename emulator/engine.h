@@ -25,6 +25,7 @@
 #include "emulator/core_launcher.h"
 #include "emulator/event_log.h"
 #include "emulator/link.h"
+#include "emulator/timeslot_timer.h"
 #include "emulator/topology.h"
 #include "emulator/traffic.h"
 
@@ -47,6 +48,7 @@ struct EngineOptions {
   uint32_t max_lead_timeslots = 64;   // how far a core may run ahead of a downstream neighbour
   uint64_t seed = 1;
   uint32_t mtu_bytes = 1500;
+  bool time_timeslots = false;        // keep per-core timeslot durations (timeslot_timing())
 };
 
 struct OccupancySample {
@@ -105,6 +107,10 @@ class Engine {
   uint64_t router_packet_hops() const;
   // Packets lost because a router emitted two packets on one port in one timeslot.
   uint64_t link_collisions() const;
+
+  // Per core, how long its timeslots took over all runs so far (needs
+  // options.time_timeslots; empty samples otherwise).
+  std::vector<TimeslotTiming> timeslot_timing() const;
 
   // Drops (always) and deliveries (if packet_log), merged over cores, sorted.
   std::vector<PacketEvent> events() const;

@@ -150,6 +150,34 @@ TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][d
   }
 }
 
+TEST_CASE("timing timeslots counts every timeslot of every core and changes no result", "[engine][timing]") {
+  Topology topo = make_leaf_spine(2, 4, 1, 1, 1);
+  FlowList flows = random_flows(topo.num_endpoints, 100, 1000, 5);
+  std::vector<std::vector<PacketEvent>> events;
+  for (bool timed : {false, true}) {
+    FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
+    EngineOptions opt;
+    opt.cores = 2;
+    opt.packet_log = true;
+    opt.time_timeslots = timed;
+    Engine engine(topo, routers_for(topo, "droptail", {{"capacity_pkts", "8"}}), traffic, opt);
+    engine.run(1500);
+    engine.run(3000);  // timings add up over runs
+    const auto timing = engine.timeslot_timing();
+    REQUIRE(timing.size() == 2);
+    for (const TimeslotTiming& t : timing) {
+      REQUIRE(t.samples == (timed ? 3000u : 0u));
+      if (!timed) continue;
+      CHECK(t.p10_ns > 0);
+      CHECK(t.p10_ns <= t.p50_ns);
+      CHECK(t.p50_ns <= t.p90_ns);
+    }
+    events.push_back(engine.events());
+  }
+  REQUIRE(events[0].size() > 100);
+  REQUIRE(events[1] == events[0]);
+}
+
 TEST_CASE("every packet sent is delivered, dropped, or still in the network", "[engine]") {
   Topology topo = make_leaf_spine(2, 6, 2, 1, 2);
   FlowList flows = random_flows(topo.num_endpoints, 300, 2000, 3);
