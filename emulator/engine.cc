@@ -19,6 +19,18 @@ inline void cpu_relax() {
 #endif
 }
 
+// Push a line another core is about to read out to the shared cache, so that
+// core's miss is served by L3 instead of by a snoop into ours (CLDEMOTE; a
+// no-op hint on CPUs without it). Measured for the watermark: see
+// docs/performance.md.
+inline void hand_off(const void* line) {
+#if defined(__x86_64__)
+  asm volatile("cldemote %0" ::"m"(*static_cast<const char*>(line)));
+#else
+  (void)line;
+#endif
+}
+
 // Spin briefly, then yield: CI machines may have fewer cores than threads.
 inline Timeslot wait_until_at_least(const std::atomic<Timeslot>& value, Timeslot need) {
   unsigned spins = 0;
@@ -365,6 +377,7 @@ int64_t wall_ns() {
 void Engine::run_core(Core& core, Timeslot begin) {
   const bool real_time = options_.clock == Clock::kRealTime;
   const bool timed = options_.time_timeslots;
+  const bool has_neighbours = !core.upstream.empty() || !core.downstream.empty();  // they read `next`
   if (timed) core.timer.start();
   for (Timeslot t = begin; t < end_.load(std::memory_order_relaxed); ++t) {
     if (real_time) {
@@ -391,6 +404,7 @@ void Engine::run_core(Core& core, Timeslot begin) {
     const size_t nb = core.boundary_nodes;
     for (size_t i = 0; i < nb; ++i) core.nodes[i]->step(t);
     core.next.store(t + 1, std::memory_order_release);
+    if (has_neighbours) hand_off(&core.next);
     for (size_t i = nb; i < core.nodes.size(); ++i) core.nodes[i]->step(t);
     if (timed) core.timer.tick();
   }
