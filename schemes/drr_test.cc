@@ -7,16 +7,6 @@ using namespace flexplane;
 using namespace flexplane::test;
 
 namespace {
-Packet from(EndpointId src, uint32_t seq, uint16_t size_bytes = 1500) {
-  Packet p = pkt(src, seq, 0, size_bytes);  // flow id = source, for reading the order back
-  p.src = src;
-  return p;
-}
-std::vector<uint32_t> flows(const std::vector<Packet>& pkts) {
-  std::vector<uint32_t> out;
-  for (const Packet& p : pkts) out.push_back(p.flow);
-  return out;
-}
 Components drr(std::string quantum_bytes) {
   return {{"by_source", {{"num_queues", "4"}}}, {"droptail"}, {"drr", {{"quantum_bytes", quantum_bytes}}}};
 }
@@ -25,10 +15,10 @@ Components drr(std::string quantum_bytes) {
 TEST_CASE("drr: a 1500 B quantum sends one 1500 B packet or three 500 B packets per turn", "[schemes][drr]") {
   TestRouter r(1, drr("1500"));
   std::vector<Packet> pkts;
-  for (uint32_t i = 0; i < 3; ++i) pkts.push_back(from(0, i, 1500));
-  for (uint32_t i = 0; i < 9; ++i) pkts.push_back(from(1, i, 500));
+  for (uint32_t i = 0; i < 3; ++i) pkts.push_back(from_source(0, i, 1500));
+  for (uint32_t i = 0; i < 9; ++i) pkts.push_back(from_source(1, i, 500));
   r.input(pkts, 0);
-  REQUIRE(flows(r.drain(0, 0)) == std::vector<uint32_t>{0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1});
+  REQUIRE(flow_ids(r.drain(0, 0)) == std::vector<uint32_t>{0, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 1});
   r.check_invariants();
 }
 
@@ -39,8 +29,8 @@ TEST_CASE("drr: a quantum smaller than the packets takes several laps", "[scheme
   // Call 3: q0 ends; q1 500; q0 500; q1 1000 -> q1 sends its last and leaves the ring.
   // Call 4: q0 1000, then 1500 -> q0 sends. Order: 1, 0, 1, 0.
   TestRouter r(1, drr("500"));
-  r.input({from(0, 0, 1500), from(0, 1, 1500), from(1, 0, 1000), from(1, 1, 1000)}, 0);
-  REQUIRE(flows(r.drain(0, 0)) == std::vector<uint32_t>{1, 0, 1, 0});
+  r.input({from_source(0, 0, 1500), from_source(0, 1, 1500), from_source(1, 0, 1000), from_source(1, 1, 1000)}, 0);
+  REQUIRE(flow_ids(r.drain(0, 0)) == std::vector<uint32_t>{1, 0, 1, 0});
   r.check_invariants();
 }
 
@@ -48,10 +38,10 @@ TEST_CASE("drr: a newly backlogged queue joins the tail of the ring", "[schemes]
   // Ring [q0, q2]; q0 sends at t=0. Queue 1 becomes backlogged at t=1 and joins behind q2, so
   // the order is 0, 2, 1 -- round robin by index would have served 1 before 2.
   TestRouter r(1, drr("1500"));
-  r.input({from(0, 0), from(0, 1), from(2, 0), from(2, 1)}, 0);
+  r.input({from_source(0, 0), from_source(0, 1), from_source(2, 0), from_source(2, 1)}, 0);
   REQUIRE(r.output(0)[0].second.flow == 0);
-  r.input({from(1, 0), from(1, 1)}, 1);
-  REQUIRE(flows(r.drain(0, 1)) == std::vector<uint32_t>{2, 1, 0, 2, 1});
+  r.input({from_source(1, 0), from_source(1, 1)}, 1);
+  REQUIRE(flow_ids(r.drain(0, 1)) == std::vector<uint32_t>{2, 1, 0, 2, 1});
   r.check_invariants();
 }
 
@@ -61,7 +51,9 @@ TEST_CASE("drr presets: byte fairness between small- and large-packet sources", 
   // plus one packet, and source 2 sends five packets per packet of source 1.
   TestRouter r(1, preset("drr_by_source"));
   for (Timeslot t = 0; t < 6000; ++t) {
-    r.input({from(1, uint32_t(t), 1500), from(2, 5 * uint32_t(t), 300), from(2, 5 * uint32_t(t) + 1, 300)}, t);
+    r.input({from_source(1, uint32_t(t), 1500), from_source(2, 5 * uint32_t(t), 300),
+             from_source(2, 5 * uint32_t(t) + 1, 300)},
+            t);
     REQUIRE(r.output(t).size() == 1);
   }
   const uint64_t b1 = r.counters(0, 1).dequeued * 1500, b2 = r.counters(0, 2).dequeued * 300;
@@ -72,7 +64,7 @@ TEST_CASE("drr presets: byte fairness between small- and large-packet sources", 
   // drr (by flow): 32 hashed queues by default, one MTU quantum.
   TestRouter f(1, preset("drr"));
   REQUIRE(f.bank().queues_per_port() == 32);
-  f.input({from(1, 0), from(2, 0), from(1, 1)}, 0);
+  f.input({from_source(1, 0), from_source(2, 0), from_source(1, 1)}, 0);
   REQUIRE(f.drain(0, 0).size() == 3);
   f.check_invariants();
   REQUIRE_THROWS_AS(make_component<SchedulerBase>({"drr", {{"quantum_bytes", "0"}}}), ConfigError);

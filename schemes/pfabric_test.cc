@@ -7,18 +7,8 @@ using namespace flexplane;
 using namespace flexplane::test;
 
 namespace {
-Packet ranked(uint32_t flow, uint32_t seq, uint32_t prio) {
-  Packet p = pkt(flow, seq, 0);
-  p.priority = prio;
-  return p;
-}
 Components pfabric(std::string capacity_pkts) {
   return {{"single"}, {"pfabric", {{"capacity_pkts", capacity_pkts}}}, {"pfabric"}};
-}
-std::vector<uint32_t> flows(const std::vector<Packet>& pkts) {
-  std::vector<uint32_t> out;
-  for (const Packet& p : pkts) out.push_back(p.flow);
-  return out;
 }
 }  // namespace
 
@@ -27,7 +17,8 @@ TEST_CASE("pfabric: a full buffer drops its least urgent packet, arrival include
   // Fill with flows 1 (prio 5), 2 (9), 3 (3). Flow 4 (7) evicts flow 2 (9, the largest);
   // flow 5 (8) is itself the least urgent (> 7): dropped; flow 6 (7) ties the worst queued
   // packet: the arrival loses ties, dropped.
-  r.input({ranked(1, 0, 5), ranked(2, 0, 9), ranked(3, 0, 3), ranked(4, 0, 7), ranked(5, 0, 8), ranked(6, 0, 7)},
+  r.input({with_priority(1, 0, 5), with_priority(2, 0, 9), with_priority(3, 0, 3), with_priority(4, 0, 7),
+           with_priority(5, 0, 8), with_priority(6, 0, 7)},
           0);
   REQUIRE(r.log.drops.size() == 3);
   REQUIRE(r.log.drops[0].p.flow == 2);
@@ -37,14 +28,14 @@ TEST_CASE("pfabric: a full buffer drops its least urgent packet, arrival include
   REQUIRE(r.counters(0).dropped_on_arrival == 2);
   REQUIRE(r.drops(0, 0, Reason::kLowestPriority) == 3);
   // Remaining 1 (5), 3 (3), 4 (7) leave in priority order.
-  REQUIRE(flows(r.drain(0, 0)) == std::vector<uint32_t>{3, 1, 4});
+  REQUIRE(flow_ids(r.drain(0, 0)) == std::vector<uint32_t>{3, 1, 4});
   r.check_invariants();
 
   // Ties among queued packets: the latest of them is evicted.
   TestRouter t(1, pfabric("2"));
-  t.input({ranked(1, 0, 9), ranked(2, 0, 9), ranked(3, 0, 1)}, 0);
+  t.input({with_priority(1, 0, 9), with_priority(2, 0, 9), with_priority(3, 0, 1)}, 0);
   REQUIRE(t.log.drops[0].p.flow == 2);
-  REQUIRE(flows(t.drain(0, 0)) == std::vector<uint32_t>{3, 1});
+  REQUIRE(flow_ids(t.drain(0, 0)) == std::vector<uint32_t>{3, 1});
   t.check_invariants();
 }
 
@@ -52,7 +43,7 @@ TEST_CASE("pfabric: the most urgent flow's earliest packet goes first", "[scheme
   // Queue: A0 (10), B0 (5), A1 (2), C0 (2). The most urgent packet is A1 (2; C0 ties but is
   // later), so flow A's earliest packet A0 goes first, then A1; then C0 (2), then B0 (5).
   TestRouter r(1, pfabric("24"));
-  r.input({ranked(1, 0, 10), ranked(2, 0, 5), ranked(1, 1, 2), ranked(3, 0, 2)}, 0);
+  r.input({with_priority(1, 0, 10), with_priority(2, 0, 5), with_priority(1, 1, 2), with_priority(3, 0, 2)}, 0);
   std::vector<std::pair<uint32_t, uint32_t>> order;
   for (const Packet& p : r.drain(0, 0)) order.emplace_back(p.flow, p.seq);
   REQUIRE(order == std::vector<std::pair<uint32_t, uint32_t>>{{1, 0}, {1, 1}, {3, 0}, {2, 0}});
@@ -65,12 +56,12 @@ TEST_CASE("pfabric preset: 24-packet buffers keep the 24 most urgent packets", "
   // each of the last six (6..1) evicts the largest queued (30, 29, ..., 25). Sent: 1, 2, ..., 24.
   TestRouter r(1, preset("pfabric"));
   std::vector<Packet> burst;
-  for (uint32_t i = 0; i < 30; ++i) burst.push_back(ranked(30 - i, 0, 30 - i));
+  for (uint32_t i = 0; i < 30; ++i) burst.push_back(with_priority(30 - i, 0, 30 - i));
   r.input(burst, 0);
   REQUIRE(r.counters(0).dropped_from_queue == 6);
   for (size_t i = 0; i < 6; ++i) REQUIRE(r.log.drops[i].p.priority == 30 - i);
   std::vector<uint32_t> expected;
   for (uint32_t p = 1; p <= 24; ++p) expected.push_back(p);
-  REQUIRE(flows(r.drain(0, 0)) == expected);
+  REQUIRE(flow_ids(r.drain(0, 0)) == expected);
   r.check_invariants();
 }

@@ -6,14 +6,6 @@
 using namespace flexplane;
 using namespace flexplane::test;
 
-namespace {
-Packet with_priority(uint32_t flow, uint32_t seq, uint32_t prio) {
-  Packet p = pkt(flow, seq, 0);
-  p.priority = prio;
-  return p;
-}
-}  // namespace
-
 TEST_CASE("priority: lowest queue first, FIFO within a queue, starvation of the rest", "[schemes][priority]") {
   // Thresholds 10, 100: priority 5 -> queue 0, 50 -> queue 1, 500 -> queue 2.
   TestRouter r(1, {{"by_priority_thresholds", {{"thresholds", "10,100"}}}, {"droptail"}, {"priority"}});

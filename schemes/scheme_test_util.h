@@ -58,6 +58,28 @@ inline Packet pkt(uint32_t flow, uint32_t seq, EndpointId dst = 0, uint16_t size
   return p;
 }
 
+// A packet from endpoint `src` whose flow id is the source, so a test can
+// read the service order back with flow_ids().
+inline Packet from_source(EndpointId src, uint32_t seq, uint16_t size_bytes = 1500) {
+  Packet p = pkt(src, seq, 0, size_bytes);
+  p.src = src;
+  return p;
+}
+
+// A packet of `flow` to port 0 with scheme priority `prio` (lower is more urgent).
+inline Packet with_priority(uint32_t flow, uint32_t seq, uint32_t prio) {
+  Packet p = pkt(flow, seq, 0);
+  p.priority = prio;
+  return p;
+}
+
+// The flow ids of `pkts`, in order.
+inline std::vector<uint32_t> flow_ids(const std::vector<Packet>& pkts) {
+  std::vector<uint32_t> out;
+  for (const Packet& p : pkts) out.push_back(p.flow);
+  return out;
+}
+
 struct DropLog : EventSink {
   struct Drop {
     Packet p;
