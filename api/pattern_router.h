@@ -52,6 +52,8 @@ class alignas(kCacheLine) PatternRouter final : public Router {
 
   // The scheduler is asked once per backlogged port, in port order.
   bool one_packet_per_port() const override { return true; }
+  // Routes by the table; the scheduler is only asked for backlogged ports.
+  bool forwards_by_table() const override { return true; }
   const QueueBank& bank() const override { return bank_; }
   uint64_t unrouted() const override { return verdicts_.unrouted(); }
 

@@ -41,6 +41,11 @@ class Router {
   // < num_ports, in increasing port order; the engine then skips checking
   // that (PatternRouter: true).
   virtual bool one_packet_per_port() const { return false; }
+  // True if every packet leaves on a port the routing table names for its
+  // destination, and a port sends only while bank() holds a packet for it.
+  // The engine can then tell from the tables and the bank when a link to
+  // another core must stay idle (lookahead; PatternRouter: true).
+  virtual bool forwards_by_table() const { return false; }
   // The framework-owned accounting (occupancy, counters).
   virtual const QueueBank& bank() const = 0;
   // Packets dropped before reaching any queue (unknown destination).

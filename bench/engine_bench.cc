@@ -1,9 +1,10 @@
 // Engine speed on the reference workload: one rack of 32 endpoints + ToR,
 // every port busy every timeslot (backlogged all-to-all), measured as router
 // packet-hops per second. On N cores the workload is N such racks joined by a
-// spine, each rack on its own core: the traffic stays within racks, but the
-// cores must still synchronise every timeslot through the cross-core
-// ToR-spine links (which a packet could cross at any time).
+// spine, each rack on its own core: the traffic stays within racks. Without
+// lookahead the cores synchronise every timeslot through the cross-core
+// ToR-spine links (which a packet could cross at any time); with it the
+// traffic's promise to stay in its rack lets them run apart.
 //
 // Reported counters:
 //   hops_per_s        router packet-hops per second (all cores)
@@ -16,6 +17,8 @@
 //                     barely moves when the machine is noisy
 //   hops_per_s_p50    hops per timeslot / ns_per_ts_p50: the throughput the
 //                     median timeslot stands for
+//   syncs_per_ts      times a core looked at another core's progress, per
+//                     timeslot (all cores; lookahead makes this ~0)
 // Run: make bench   (see docs/performance.md)
 #include <benchmark/benchmark.h>
 
@@ -53,12 +56,16 @@ double process_cpu_seconds() {
 
 // range(0): cores; range(1): latency of the cross-core (ToR-spine) links in
 // timeslots; range(2): racks (0: one per core; 2 on 1 core measures what the
-// 2-core topology itself costs). Latency 1 makes neighbouring cores run in lockstep; more latency
-// gives them slack (see docs/performance.md).
+// 2-core topology itself costs); range(3): lookahead on (1) or off (0). With
+// lookahead off, latency 1 makes neighbouring cores run in lockstep and more
+// latency gives them slack; with it on, the racks' traffic promises never to
+// leave the rack, so the cores need not look at each other at all (see
+// docs/performance.md).
 void run(benchmark::State& state, const std::string& scheme) {
   const uint32_t cores = static_cast<uint32_t>(state.range(0));
   const uint32_t cross_latency = static_cast<uint32_t>(state.range(1));
   const uint32_t racks = state.range(2) ? static_cast<uint32_t>(state.range(2)) : cores;
+  const bool lookahead = state.range(3) != 0;
   Topology topo = racks == 1 ? make_single_rack(kEndpointsPerRack, 1)
                              : make_leaf_spine(racks, kEndpointsPerRack, 1, 1, 1);
   for (auto& link : topo.router_links) link.latency_timeslots = cross_latency;
@@ -66,6 +73,7 @@ void run(benchmark::State& state, const std::string& scheme) {
   EngineOptions opt;
   opt.cores = cores;
   opt.time_timeslots = true;
+  opt.lookahead = lookahead;
   if (racks > 1) {  // rack r on core r % cores; the (idle) spine shares core 0
     for (uint32_t r = 0; r < racks; ++r) opt.router_core.push_back(r % cores);
     opt.router_core.push_back(0);
@@ -92,6 +100,9 @@ void run(benchmark::State& state, const std::string& scheme) {
   for (const TimeslotTiming& t : engine.timeslot_timing()) p50 = std::max(p50, t.p50_ns);
   state.counters["ns_per_ts_p50"] = p50;
   state.counters["hops_per_s_p50"] = hops / static_cast<double>(engine.now() - ts0) / (p50 * 1e-9);
+  uint64_t syncs = 0;
+  for (const CoreSyncStats& c : engine.sync_stats()) syncs += c.syncs;
+  state.counters["syncs_per_ts"] = static_cast<double>(syncs) / static_cast<double>(engine.now());
   state.SetItemsProcessed(static_cast<int64_t>(hops));
 }
 
@@ -157,9 +168,10 @@ void BM_Engine_Independent(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_Engine_DropTail)
-    ->ArgNames({"cores", "xlat", "racks"})->Args({1, 1, 0})->Args({1, 1, 2})->Args({2, 1, 0})->Args({2, 4, 0})
+    ->ArgNames({"cores", "xlat", "racks", "lookahead"})
+    ->Args({1, 1, 0, 1})->Args({1, 1, 2, 1})->Args({2, 1, 0, 1})->Args({2, 1, 0, 0})->Args({2, 4, 0, 0})
     ->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Engine_Dctcp)
-    ->ArgNames({"cores", "xlat", "racks"})->Args({1, 1, 0})->Args({2, 1, 0})->Args({2, 4, 0})
+    ->ArgNames({"cores", "xlat", "racks", "lookahead"})->Args({1, 1, 0, 1})->Args({2, 1, 0, 1})->Args({2, 1, 0, 0})
     ->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Engine_Independent)->ArgNames({"engines"})->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -52,6 +52,8 @@ class BacklogTraffic final : public Traffic {
       }
       return n;
     }
+    // Every destination is in the group.
+    Timeslot remote_quiet_until(Timeslot) override { return kNoRemoteTraffic; }
 
    private:
     std::vector<EndpointId> group_;

@@ -8,6 +8,7 @@
 
 #include "api/params.h"
 #include "emulator/access_links.h"
+#include "emulator/lookahead.h"
 
 namespace flexplane {
 
@@ -32,21 +33,44 @@ inline void hand_off(const void* line) {
 }
 
 // Spin briefly, then yield: CI machines may have fewer cores than threads.
+inline void back_off(unsigned& spins) {
+  // Plain re-reads first: `pause` alone costs ~40 ns on recent Xeons, a
+  // third of a cross-core hand-off.
+  if (++spins < 64) return;
+  if (spins < 256)
+    cpu_relax();
+  else
+    std::this_thread::yield();
+}
+
 inline Timeslot wait_until_at_least(const std::atomic<Timeslot>& value, Timeslot need) {
   unsigned spins = 0;
   Timeslot v;
-  while ((v = value.load(std::memory_order_acquire)) < need) {
-    // Plain re-reads first: `pause` alone costs ~40 ns on recent Xeons, a
-    // third of a cross-core hand-off.
-    if (++spins < 64)
-      continue;
-    if (spins < 256)
-      cpu_relax();
-    else
-      std::this_thread::yield();
-  }
+  while ((v = value.load(std::memory_order_acquire)) < need) back_off(spins);
   return v;
 }
+
+// Waiting for a core that is many timeslots short of `need`: re-read its
+// watermark about once per timeslot it still has to run instead of in a
+// tight loop (each read takes the line away from the core writing it, which
+// would slow the very core being waited for).
+inline Timeslot wait_until_far(const std::atomic<Timeslot>& value, Timeslot need) {
+  unsigned rounds = 0;
+  for (;;) {
+    const Timeslot v = value.load(std::memory_order_acquire);
+    if (v >= need) return v;
+    if (++rounds > 256) {
+      std::this_thread::yield();  // CI machines may have fewer CPUs than threads
+      continue;
+    }
+    for (Timeslot i = std::min<Timeslot>(need - v, 64) * 4; i > 0; --i) cpu_relax();  // ~40 ns each
+  }
+}
+
+// How often a core looks again for a promise when it could not make a long
+// one (its cross-core ports are busy): often enough to catch quiet spells,
+// rarely enough to cost < 1 % of a timeslot.
+constexpr Timeslot kPromiseRecheck = 16;
 
 uint32_t next_pow2(uint32_t x) {
   uint32_t p = 1;
@@ -64,6 +88,12 @@ struct Engine::Node {
 
 struct Engine::Core {
   alignas(64) std::atomic<Timeslot> next{0};  // first timeslot its boundary nodes have not run
+  // Its links to core c are final for arrivals before promise_to[c] (lookahead;
+  // written rarely, so readers keep the line cached).
+  struct alignas(64) Promise {
+    std::atomic<Timeslot> before{0};
+  };
+  std::unique_ptr<Promise[]> promise_to;
   alignas(64) uint32_t id = 0;
   // Nodes touching a link to another core come first: once they have run a
   // timeslot the core publishes it (see run_core), then runs the rest.
@@ -83,18 +113,71 @@ struct Engine::Core {
     Core* core;
     uint32_t latency;
     Timeslot seen = 0;
+    const std::atomic<Timeslot>* promise = nullptr;  // upstream: its promise to us
+    Timeslot ready = 0;  // upstream: its links to us are final for arrivals before this
   };
-  // wait for neighbour.next >= t - latency + 1 (it feeds us)
+  // wait for neighbour.next >= t - latency + 1, or its promise > t (it feeds us)
   cache_vector<Neighbour> upstream;
   // wait for neighbour.next >= t + latency - window + 1 (we feed it)
   cache_vector<Neighbour> downstream;
+  // Lookahead (if on and this core feeds another).
+  LookaheadPlan plan;
+  bool promising = false;
+  std::vector<Timeslot> promise_scratch;  // by core
+  Timeslot next_promise_check = 0;
+  Timeslot promised_min = 0;  // smallest promise published to a downstream core
+  CoreSyncStats sync;
   explicit Core(bool packet_log) : log(packet_log) {}
 
   // Before reading a cross-core link at `t`: every upstream core has run
-  // t - latency (called by the nodes that read such links, as late as they can).
+  // t - latency or promised its links idle through t (called by the nodes
+  // that read such links, as late as they can).
   void wait_upstream(Timeslot t) {
     for (auto& n : upstream)
-      if (t + 1 > n.latency && n.seen < t + 1 - n.latency) n.seen = wait_until_at_least(n.core->next, t + 1 - n.latency);
+      if (n.ready <= t) sync_with(n, t);
+  }
+
+  // The slow path: the promise first (a line its writer rarely touches, so
+  // usually still cached here), then the watermark.
+  void sync_with(Neighbour& n, Timeslot t) {
+    ++sync.syncs;
+    unsigned spins = 0;
+    for (;;) {
+      const Timeslot promised = n.promise->load(std::memory_order_acquire);
+      if (promised > t) {
+        n.ready = std::max(promised, n.seen + n.latency);
+        ++sync.syncs_by_promise;
+        return;
+      }
+      const Timeslot s = n.core->next.load(std::memory_order_acquire);
+      if (s + n.latency > t) {
+        n.seen = s;
+        n.ready = std::max(promised, s + n.latency);
+        return;
+      }
+      back_off(spins);
+    }
+  }
+
+  // After timeslot t: extend the promises to downstream cores, if the plan
+  // allows more than the watermark already says.
+  void refresh_promises(Timeslot t) {
+    plan.promises(t, promise_scratch);
+    Timeslot soonest = kNoRemoteTraffic;
+    for (const auto& n : downstream) {
+      const uint32_t d = n.core->id;
+      const Timeslot p = promise_scratch[d];
+      Timeslot published = promise_to[d].before.load(std::memory_order_relaxed);
+      if (p > published && p > t + 1 + n.latency) {
+        promise_to[d].before.store(p, std::memory_order_release);
+        ++sync.promises_published;
+        published = p;
+      }
+      soonest = std::min(soonest, published);
+    }
+    promised_min = soonest;
+    // Far-reaching promises are renewed shortly before they run out.
+    next_promise_check = soonest > t + 3 * kPromiseRecheck ? soonest - 2 * kPromiseRecheck : t + kPromiseRecheck;
   }
 };
 
@@ -106,6 +189,8 @@ struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
   std::unique_ptr<TrafficSink> sink;
   AccessLinks up, down;  // endpoints -> ToR, ToR -> endpoints
   cache_vector<uint32_t> sent_local;
+  bool promising = false;  // its core makes promises: keep `promise` current
+  RackPromise promise;
 
   void step(Timeslot now) override {
     Packet* arrived;
@@ -113,6 +198,7 @@ struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
     const uint32_t m = source->emit(now, up.send_buffer(now), sent_local.data());
     assert(sends_one_per_endpoint(m));
     up.commit(now, m);
+    if (promising) promise.update(now, source->remote_quiet_until(now));
   }
 
   // The source contract: at most one packet per endpoint, in endpoint order
@@ -303,6 +389,7 @@ void Engine::build(Traffic& traffic) {
 
   // Router-to-router links; each router reads its in-links in port order.
   std::vector<std::vector<std::pair<PortId, Link*>>> in_links(nr);
+  std::vector<DirectedLink> directed;
   for (const auto& rl : topology_.router_links) {
     const uint32_t ca = router_core_[rl.a.router], cb = router_core_[rl.b.router];
     Link* ab = new_link(rl.latency_timeslots, ca, cb);
@@ -311,6 +398,7 @@ void Engine::build(Traffic& traffic) {
       rnodes[from.router]->out.at(from.port) = link;
       rnodes[from.router]->kind.at(from.port) = PortKind::kRouter;
       in_links[to.router].emplace_back(to.port, link);
+      directed.push_back(DirectedLink{from, to, link});
     }
     note_link(ca, cb, rl.latency_timeslots);
     note_link(cb, ca, rl.latency_timeslots);
@@ -361,10 +449,36 @@ void Engine::build(Traffic& traffic) {
     core->boundary_nodes = static_cast<size_t>(std::count_if(core->nodes.begin(), core->nodes.end(), is_boundary));
   }
 
-  for (const auto& [key, latency] : min_latency_into)
-    cores_[key.second]->upstream.push_back(Core::Neighbour{cores_[key.first].get(), latency});
+  for (auto& core : cores_) core->promise_to = std::make_unique<Core::Promise[]>(options_.cores);
+  for (const auto& [key, latency] : min_latency_into) {
+    Core::Neighbour n{cores_[key.first].get(), latency};
+    n.promise = &cores_[key.first]->promise_to[key.second].before;
+    cores_[key.second]->upstream.push_back(n);
+  }
   for (const auto& [key, latency] : max_latency_into)
     cores_[key.first]->downstream.push_back(Core::Neighbour{cores_[key.second].get(), latency});
+
+  // Lookahead: each core that feeds another gets a plan, and its racks keep
+  // their sources' promises current.
+  if (options_.lookahead) {
+    std::vector<const Router*> rs(nr);
+    std::vector<const RackPromise*> racks(nr, nullptr);
+    for (uint32_t r = 0; r < nr; ++r) {
+      rs[r] = routers_[r].get();
+      if (EndpointGroupNode* g = rnodes[r]->rack) {
+        g->promise.latency = topology_.endpoint_latency_timeslots;
+        racks[r] = &g->promise;
+      }
+    }
+    for (auto& core : cores_) {
+      if (core->downstream.empty()) continue;
+      core->plan = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, core->id);
+      core->promising = true;
+      core->promise_scratch.assign(options_.cores, 0);
+      for (uint32_t r = 0; r < nr; ++r)
+        if (router_core_[r] == core->id && rnodes[r]->rack) rnodes[r]->rack->promising = true;
+    }
+  }
 }
 
 namespace {
@@ -394,9 +508,13 @@ void Engine::run_core(Core& core, Timeslot begin) {
         if (lag > core.max_lag_ns.load(std::memory_order_relaxed)) core.max_lag_ns.store(lag, std::memory_order_relaxed);
       }
     }
+    // A core that runs into the window of a slower downstream core waits
+    // until it has half a window of room (reading the slower core's
+    // watermark once per half window, not every timeslot), but never for
+    // more than the slowest core can do without us (no deadlock).
     for (auto& n : core.downstream)
       if (t + n.latency + 1 > window_ && n.seen < t + n.latency + 1 - window_)
-        n.seen = wait_until_at_least(n.core->next, t + n.latency + 1 - window_);
+        n.seen = wait_until_far(n.core->next, t + n.latency + 1 - window_ + std::min(window_ / 2, window_ - n.latency - 1));
     // Other cores see this core only through its cross-core links, all of
     // which belong to the boundary nodes: publish as soon as those have run t,
     // and run the interior while the neighbours pick that up (the hand-off
@@ -404,8 +522,10 @@ void Engine::run_core(Core& core, Timeslot begin) {
     const size_t nb = core.boundary_nodes;
     for (size_t i = 0; i < nb; ++i) core.nodes[i]->step(t);
     core.next.store(t + 1, std::memory_order_release);
-    if (has_neighbours) hand_off(&core.next);
+    // Hand the watermark over only while a neighbour may need it soon.
+    if (has_neighbours && core.promised_min <= t + 2 * kPromiseRecheck) hand_off(&core.next);
     for (size_t i = nb; i < core.nodes.size(); ++i) core.nodes[i]->step(t);
+    if (core.promising && t >= core.next_promise_check) core.refresh_promises(t);
     if (timed) core.timer.tick();
   }
   if (timed) core.timer.stop();
@@ -504,6 +624,12 @@ uint64_t Engine::link_collisions() const {
 std::vector<TimeslotTiming> Engine::timeslot_timing() const {
   std::vector<TimeslotTiming> out;
   for (const auto& c : cores_) out.push_back(c->timer.timing());
+  return out;
+}
+
+std::vector<CoreSyncStats> Engine::sync_stats() const {
+  std::vector<CoreSyncStats> out;
+  for (const auto& c : cores_) out.push_back(c->sync);
   return out;
 }
 

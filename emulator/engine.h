@@ -7,9 +7,12 @@
 //    the order in which nodes run does not matter.
 //  - Deterministic parallelism: a core runs timeslot t once each upstream
 //    neighbour core has run t - latency on its boundary nodes, those with
-//    cross-core links (per-core watermarks, no global barrier), and never runs
-//    so far ahead that it would overwrite a link slot a downstream core has
-//    not read. All randomness is seeded per component.
+//    cross-core links (per-core watermarks, no global barrier), or has
+//    promised its links idle through t (lookahead.h: where the routing tables
+//    and the traffic allow it, so the core reads its neighbour's progress
+//    rarely); and it never runs so far ahead that it would overwrite a link
+//    slot a downstream core has not read. All randomness is seeded per
+//    component.
 //    Hence results are identical on 1 or N cores (tested).
 //  - The engine owns no scheme logic and no traffic logic: routers come from
 //    the registry, traffic from a Traffic implementation.
@@ -49,6 +52,14 @@ struct EngineOptions {
   uint64_t seed = 1;
   uint32_t mtu_bytes = 1500;
   bool time_timeslots = false;        // keep per-core timeslot durations (timeslot_timing())
+  bool lookahead = true;              // cores promise idle links ahead (emulator/lookahead.h); off: lockstep only
+};
+
+// How one core synchronised with the cores that feed it (lookahead).
+struct CoreSyncStats {
+  uint64_t syncs = 0;              // times it had to look at an upstream core's progress
+  uint64_t syncs_by_promise = 0;   // ... and found a promise that covered the timeslot
+  uint64_t promises_published = 0; // times it extended a promise to a downstream core
 };
 
 struct OccupancySample {
@@ -111,6 +122,8 @@ class Engine {
   // Per core, how long its timeslots took over all runs so far (needs
   // options.time_timeslots; empty samples otherwise).
   std::vector<TimeslotTiming> timeslot_timing() const;
+  // Per core, over all runs so far.
+  std::vector<CoreSyncStats> sync_stats() const;
 
   // Drops (always) and deliveries (if packet_log), merged over cores, sorted.
   std::vector<PacketEvent> events() const;

@@ -1,5 +1,7 @@
 #include "emulator/flow_traffic.h"
 
+#include <algorithm>
+
 #include "api/params.h"
 
 namespace flexplane {
@@ -29,8 +31,16 @@ class FlowSource final : public TrafficSource {
       : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()), active_((group.size() + 63) / 64, 0) {
     std::vector<int32_t> local_of(num_endpoints, -1);
     for (size_t i = 0; i < group.size(); ++i) local_of[group[i]] = static_cast<int32_t>(i);
+    local_.assign(num_endpoints, false);
+    for (EndpointId e : group)
+      if (e < num_endpoints) local_[e] = true;
     for (const auto& f : flows)  // flows are sorted by start: keep that order
-      if (f.src < num_endpoints && local_of[f.src] >= 0) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of[f.src])});
+      if (f.src < num_endpoints && local_of[f.src] >= 0)
+        arrivals_.push_back({f.id, static_cast<uint32_t>(local_of[f.src]), f.dst >= num_endpoints || local_of[f.dst] < 0});
+    // next_remote_start_[i]: start of the first flow leaving the group at or after arrival i.
+    next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
+    for (size_t i = arrivals_.size(); i-- > 0;)
+      next_remote_start_[i] = arrivals_[i].remote ? flows_[arrivals_[i].flow].start : next_remote_start_[i + 1];
   }
 
   uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
@@ -43,6 +53,7 @@ class FlowSource final : public TrafficSource {
       }
       if (nic.queue.size() == nic.head) active_[a.local >> 6] |= 1ull << (a.local & 63);
       nic.queue.push_back(a.flow);
+      remote_queued_ += a.remote;
     }
     // Busy NICs in endpoint order (the engine's source contract).
     uint32_t n = 0;
@@ -66,17 +77,28 @@ class FlowSource final : public TrafficSource {
       if (nic.seq == 0) first_sent_[f.id] = now;
       if (++nic.seq == f.size_pkts) {
         nic.seq = 0;
+        remote_queued_ -= !is_local(f.dst);
         if (++nic.head == nic.queue.size()) active_[w] &= ~(1ull << (l & 63));  // NIC idle
       }
     }
     return n;
   }
 
+  // A queued flow to outside the group may send next timeslot (it may be
+  // behind others on its NIC, but this stays cheap and safe); otherwise
+  // nothing leaves the group before the next such flow starts.
+  Timeslot remote_quiet_until(Timeslot now) override {
+    if (remote_queued_) return now + 1;
+    return std::max(now + 1, next_remote_start_[next_arrival_]);
+  }
+
  private:
   struct Arrival {
     uint32_t flow;
     uint32_t local;
+    bool remote;  // destination outside the group
   };
+  bool is_local(EndpointId e) const { return e < local_.size() && local_[e]; }
   struct Nic {
     std::vector<uint32_t> queue;  // flow ids, FIFO from head
     size_t head = 0;
@@ -89,6 +111,9 @@ class FlowSource final : public TrafficSource {
   size_t next_arrival_ = 0;
   std::vector<Nic> nics_;
   std::vector<uint64_t> active_;  // bit l: NIC l has something to send
+  std::vector<bool> local_;       // by endpoint id: in this group
+  std::vector<Timeslot> next_remote_start_;
+  uint32_t remote_queued_ = 0;    // flows to outside the group queued on NICs, not fully sent
 };
 
 class FlowSink final : public TrafficSink {

@@ -45,6 +45,14 @@ class alignas(kCacheLine) Link {
     return true;
   }
 
+  // The first arrival timeslot in [from, until) that carries a packet, or
+  // `none` (the sender's own view of what it has in flight).
+  Timeslot first_arrival(Timeslot from, Timeslot until, Timeslot none) const {
+    for (Timeslot t = from; t < until; ++t)
+      if (slots_[t & mask_].stamp == t) return t;
+    return none;
+  }
+
   uint32_t latency() const { return latency_; }
 
  private:

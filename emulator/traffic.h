@@ -23,7 +23,15 @@ class TrafficSource {
   // Write at most one packet per endpoint of the group into out[], with the
   // endpoint's index within the group in local[]; return the count.
   virtual uint32_t emit(Timeslot now, Packet* out, uint32_t* local) = 0;
+  // Called after emit(now) when the engine uses lookahead: the earliest
+  // timeslot after `now` at which the group may send a packet to an endpoint
+  // outside it (kNoRemoteTraffic: never). A promise, and it must be kept:
+  // other cores run ahead on it. The default promises nothing.
+  virtual Timeslot remote_quiet_until(Timeslot now) { return now + 1; }
 };
+
+// "Never" for remote_quiet_until(); small enough to add latencies to.
+constexpr Timeslot kNoRemoteTraffic = ~Timeslot{0} >> 4;
 
 class TrafficSink {
  public:

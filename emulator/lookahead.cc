@@ -1,0 +1,144 @@
+#include "emulator/lookahead.h"
+
+#include <algorithm>
+
+#include "api/router.h"
+
+namespace flexplane {
+
+namespace {
+
+// A set of destinations (endpoint ids) as bits.
+struct DestinationSet {
+  std::vector<uint64_t> words;
+  explicit DestinationSet(uint32_t endpoints = 0, bool all = false)
+      : words((endpoints + 63) / 64, all ? ~uint64_t{0} : 0) {}
+  void add(EndpointId e) { words[e >> 6] |= 1ull << (e & 63); }
+  bool intersects(const DestinationSet& o) const {
+    for (size_t i = 0; i < words.size(); ++i)
+      if (words[i] & o.words[i]) return true;
+    return false;
+  }
+  // this |= (a & b); returns whether it grew.
+  bool add_common(const DestinationSet& a, const DestinationSet& b) {
+    bool grew = false;
+    for (size_t i = 0; i < words.size(); ++i) {
+      const uint64_t w = words[i] | (a.words[i] & b.words[i]);
+      grew |= w != words[i];
+      words[i] = w;
+    }
+    return grew;
+  }
+  void add_all(const DestinationSet& o) {
+    for (size_t i = 0; i < words.size(); ++i) words[i] |= o.words[i];
+  }
+};
+
+}  // namespace
+
+LookaheadPlan LookaheadPlan::build(const Topology& topology, const std::vector<uint32_t>& router_core,
+                                   const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
+                                   const std::vector<const RackPromise*>& racks, uint32_t core) {
+  const uint32_t nr = static_cast<uint32_t>(topology.routers.size());
+  const uint32_t ne = topology.num_endpoints;
+  const DestinationSet everything(ne, true), nothing(ne);
+
+  // routed_to[r][p]: destinations router r sends out of port p (any, if it
+  // does not forward by table).
+  std::vector<std::vector<DestinationSet>> routed_to(nr);
+  for (uint32_t r = 0; r < nr; ++r) {
+    const RouterNodeSpec& spec = topology.routers[r];
+    const bool by_table = routers[r]->forwards_by_table();
+    routed_to[r].assign(spec.num_ports, by_table ? nothing : everything);
+    if (!by_table) continue;
+    for (EndpointId d = 0; d < ne; ++d)
+      for (PortId p : spec.routes.candidates(d))
+        if (p < spec.num_ports) routed_to[r][p].add(d);
+  }
+  std::vector<DestinationSet> rack_members(nr, nothing);
+  for (EndpointId e = 0; e < ne; ++e) rack_members[topology.endpoint_port[e].router].add(e);
+
+  // carries[k]: destinations link k can carry. A rack may send to anyone;
+  // a router forwards what reaches it to the ports its table names.
+  std::vector<std::vector<uint32_t>> links_into(nr);
+  for (uint32_t k = 0; k < links.size(); ++k) links_into[links[k].to.router].push_back(k);
+  std::vector<DestinationSet> carries(links.size(), nothing);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (uint32_t k = 0; k < links.size(); ++k) {
+      const uint32_t r = links[k].from.router;
+      const DestinationSet& out = routed_to[r][links[k].from.port];
+      DestinationSet reaching = topology.endpoints_of(r).empty() ? nothing : everything;
+      for (uint32_t j : links_into[r]) reaching.add_all(carries[j]);
+      grew |= carries[k].add_common(reaching, out);
+    }
+  }
+
+  // This core's ports, and what feeds each.
+  LookaheadPlan plan;
+  std::vector<int32_t> port_of_link(links.size(), -1);
+  for (uint32_t k = 0; k < links.size(); ++k) {
+    const uint32_t r = links[k].from.router;
+    if (router_core[r] != core) continue;
+    Port p;
+    p.bank = routers[r]->forwards_by_table() ? &routers[r]->bank() : nullptr;
+    p.port = links[k].from.port;
+    p.link = links[k].link;
+    p.to_core = router_core[links[k].to.router];
+    port_of_link[k] = static_cast<int32_t>(plan.ports_.size());
+    plan.ports_.push_back(std::move(p));
+  }
+  for (uint32_t k = 0; k < links.size(); ++k) {
+    if (port_of_link[k] < 0) continue;
+    Port& p = plan.ports_[static_cast<size_t>(port_of_link[k])];
+    const uint32_t r = links[k].from.router;
+    const DestinationSet& out = routed_to[r][p.port];
+    if (!topology.endpoints_of(r).empty() && out.intersects(everything)) {
+      p.rack = racks[r];
+      // Destinations in the rack itself are not covered by the source's promise.
+      if (!p.rack || out.intersects(rack_members[r])) p.no_promise = true;
+    }
+    for (uint32_t j : links_into[r]) {
+      if (!carries[j].intersects(out)) continue;
+      if (port_of_link[j] < 0)
+        p.no_promise = true;  // fed from another core: its promises are not composed here
+      else
+        p.feeders.push_back(static_cast<uint32_t>(port_of_link[j]));
+    }
+  }
+  return plan;
+}
+
+void LookaheadPlan::promises(Timeslot now, std::vector<Timeslot>& by_core) {
+  const Timeslot next = now + 1;
+  // Where each port's earliest send comes from on its own ...
+  for (Port& p : ports_) {
+    if (!p.bank || p.no_promise || p.bank->port_packets(p.port)) {
+      p.earliest_send = next;
+      continue;
+    }
+    Timeslot e = p.rack ? p.rack->earliest_remote_arrival(now) : kNoRemoteTraffic;
+    for (uint32_t f : p.feeders) {
+      const Link& in = *ports_[f].link;
+      e = std::min(e, in.first_arrival(next, next + in.latency(), kNoRemoteTraffic));
+    }
+    p.earliest_send = e;
+  }
+  // ... then through same-core links (shortest paths; latencies are >= 1).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Port& p : ports_)
+      for (uint32_t f : p.feeders) {
+        const Timeslot via = ports_[f].earliest_send + ports_[f].link->latency();
+        if (via < p.earliest_send) {
+          p.earliest_send = via;
+          changed = true;
+        }
+      }
+  }
+  std::fill(by_core.begin(), by_core.end(), kNoRemoteTraffic);
+  for (const Port& p : ports_)
+    by_core[p.to_core] = std::min(by_core[p.to_core], std::min(kNoRemoteTraffic, p.earliest_send + p.link->latency()));
+}
+
+}  // namespace flexplane
