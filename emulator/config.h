@@ -53,6 +53,7 @@ struct RunConfig {
   Timeslot duration = 0;   // flow arrivals happen in [0, duration)
   Timeslot drain = 0;      // then this long for flows to finish
   uint32_t cores = 1;
+  bool lookahead = true;  // cores promise idle links ahead (results do not depend on it)
   Timeslot occupancy_interval = 0;
   bool packet_log = false;
   std::string output_dir;  // resolved against the current directory

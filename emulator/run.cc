@@ -36,6 +36,7 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "timeslots" << YAML::Value << s.timeslots;
   y << YAML::Key << "arrival_timeslots" << YAML::Value << c.duration;
   y << YAML::Key << "cores" << YAML::Value << c.cores;
+  y << YAML::Key << "lookahead" << YAML::Value << c.lookahead;
   y << YAML::Key << "endpoint_priority" << YAML::Value << priority_stamp_name(stamp);
   y << YAML::Key << "endpoint_ect" << YAML::Value << c.endpoint_ect;
   y << YAML::Key << "routers" << YAML::Value << YAML::BeginMap;
@@ -88,6 +89,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
 
   EngineOptions opt;
   opt.cores = c.cores;
+  opt.lookahead = c.lookahead;
   opt.occupancy_interval = c.occupancy_interval;
   opt.packet_log = c.packet_log;
   opt.seed = c.seed;

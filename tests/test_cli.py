@@ -71,6 +71,7 @@ def test_no_arguments_is_a_usage_error() -> None:
         ({"routers": {"tor9": {"scheme": "droptail"}}}, ["no router or tier named 'tor9'"]),
         ({"workload": {"load": 7}}, ["workload", "load", "7"]),
         ({"run": {"cores": 0}}, ["run.cores", "'0'"]),
+        ({"run": {"lookahead": "maybe"}}, ["run.lookahead", "'maybe'"]),
         ({"colour": "blue"}, ["unknown key 'colour'"]),
         ({"endpoint": {"priority": "vip"}}, ["unknown priority stamp 'vip'"]),
     ],
@@ -139,11 +140,16 @@ def test_small_run_writes_documented_outputs_with_consistent_counts(tmp_path: Pa
 
 def test_one_and_two_cores_give_identical_files(tmp_path: Path) -> None:
     cfg = write(tmp_path, SMALL)
-    for cores in ("1", "2"):
-        r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / cores), "--cores", cores)
+    no_lookahead = write(tmp_path, SMALL.replace("run: {", "run: {lookahead: false, "), "no_lookahead.yaml")
+    runs = {"1": (cfg, "1"), "2": (cfg, "2"), "2-lockstep": (no_lookahead, "2")}
+    for out, (config, cores) in runs.items():
+        r = run("run", str(config), "--quiet", "--out", str(tmp_path / out), "--cores", cores)
         assert r.returncode == 0, r.stderr
+    meta = yaml.safe_load((tmp_path / "2-lockstep" / "metadata.yaml").read_text())
+    assert meta["lookahead"] is False
     for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.csv"):
-        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes(), name
+        for out in ("2", "2-lockstep"):
+            assert (tmp_path / "1" / name).read_bytes() == (tmp_path / out / name).read_bytes(), (out, name)
 
 
 def test_variants_run_into_their_own_folders_and_can_be_selected(tmp_path: Path) -> None:
