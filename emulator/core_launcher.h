@@ -19,6 +19,11 @@ class CoreLauncher {
   // Run each job on its own core; returns when all have finished. `monitor`
   // runs on the calling thread meanwhile and must return once `done()` is true.
   virtual void run(std::vector<std::function<void()>> jobs, const std::function<void()>& monitor) = 0;
+  // Whether run() would give each of `jobs` jobs a CPU of its own. Engine
+  // cores that wait for each other then only spin: yielding could hand the
+  // CPU to another process for a whole scheduler tick while the core being
+  // waited for runs elsewhere.
+  virtual bool cpu_per_job(size_t jobs) const { return false; }
 };
 
 // Best effort: the thread runs wherever the OS likes if this fails.
@@ -36,11 +41,7 @@ inline void pin_to_cpu(std::thread& t, int cpu) {
 class ThreadLauncher final : public CoreLauncher {
  public:
   void run(std::vector<std::function<void()>> jobs, const std::function<void()>& monitor) override {
-    std::vector<int> cpus;
-    cpu_set_t allowed;
-    if (jobs.size() > 1 && sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    const std::vector<int> cpus = jobs.size() > 1 ? allowed_cpus() : std::vector<int>{};
     const bool pin = jobs.size() > 1 && cpus.size() >= jobs.size();
     std::vector<std::thread> threads;
     threads.reserve(jobs.size());
@@ -50,6 +51,17 @@ class ThreadLauncher final : public CoreLauncher {
     }
     if (monitor) monitor();
     for (auto& t : threads) t.join();
+  }
+  bool cpu_per_job(size_t jobs) const override { return jobs <= 1 || allowed_cpus().size() >= jobs; }
+
+ private:
+  static std::vector<int> allowed_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    return cpus;
   }
 };
 

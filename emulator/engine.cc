@@ -32,35 +32,30 @@ inline void hand_off(const void* line) {
 #endif
 }
 
-// Spin briefly, then yield: CI machines may have fewer cores than threads.
-inline void back_off(unsigned& spins) {
-  // Plain re-reads first: `pause` alone costs ~40 ns on recent Xeons, a
-  // third of a cross-core hand-off.
+// One wait of a core for another. Plain re-reads first: `pause` alone costs
+// ~40 ns on recent Xeons, a third of a cross-core hand-off. A core with a CPU
+// of its own then only spins; one that shares (more engine threads than
+// CPUs, e.g. small CI machines) yields soon, or the core it waits for may
+// not get to run at all.
+inline void back_off(unsigned& spins, bool may_yield) {
   if (++spins < 64) return;
-  if (spins < 256)
+  if (spins < 256 || !may_yield)
     cpu_relax();
   else
     std::this_thread::yield();
-}
-
-inline Timeslot wait_until_at_least(const std::atomic<Timeslot>& value, Timeslot need) {
-  unsigned spins = 0;
-  Timeslot v;
-  while ((v = value.load(std::memory_order_acquire)) < need) back_off(spins);
-  return v;
 }
 
 // Waiting for a core that is many timeslots short of `need`: re-read its
 // watermark about once per timeslot it still has to run instead of in a
 // tight loop (each read takes the line away from the core writing it, which
 // would slow the very core being waited for).
-inline Timeslot wait_until_far(const std::atomic<Timeslot>& value, Timeslot need) {
+inline Timeslot wait_until_far(const std::atomic<Timeslot>& value, Timeslot need, bool may_yield) {
   unsigned rounds = 0;
   for (;;) {
     const Timeslot v = value.load(std::memory_order_acquire);
     if (v >= need) return v;
-    if (++rounds > 256) {
-      std::this_thread::yield();  // CI machines may have fewer CPUs than threads
+    if (may_yield && ++rounds > 256) {
+      std::this_thread::yield();
       continue;
     }
     for (Timeslot i = std::min<Timeslot>(need - v, 64) * 4; i > 0; --i) cpu_relax();  // ~40 ns each
@@ -127,6 +122,7 @@ struct Engine::Core {
   Timeslot next_promise_check = 0;
   Timeslot promised_min = 0;  // smallest promise published to a downstream core
   CoreSyncStats sync;
+  bool may_yield = true;  // shares a CPU with other engine cores (see back_off)
   explicit Core(bool packet_log) : log(packet_log) {}
 
   // Before reading a cross-core link at `t`: every upstream core has run
@@ -155,7 +151,7 @@ struct Engine::Core {
         n.ready = std::max(promised, s + n.latency);
         return;
       }
-      back_off(spins);
+      back_off(spins, may_yield);
     }
   }
 
@@ -514,7 +510,8 @@ void Engine::run_core(Core& core, Timeslot begin) {
     // more than the slowest core can do without us (no deadlock).
     for (auto& n : core.downstream)
       if (t + n.latency + 1 > window_ && n.seen < t + n.latency + 1 - window_)
-        n.seen = wait_until_far(n.core->next, t + n.latency + 1 - window_ + std::min(window_ / 2, window_ - n.latency - 1));
+        n.seen = wait_until_far(n.core->next, t + n.latency + 1 - window_ + std::min(window_ / 2, window_ - n.latency - 1),
+                                core.may_yield);
     // Other cores see this core only through its cross-core links, all of
     // which belong to the boundary nodes: publish as soon as those have run t,
     // and run the interior while the neighbours pick that up (the hand-off
@@ -572,6 +569,8 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
     Core* core = c.get();
     jobs.push_back([this, core, begin] { run_core(*core, begin); });
   }
+  const bool cpu_each = launcher->cpu_per_job(jobs.size());
+  for (auto& c : cores_) c->may_yield = !cpu_each;
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   auto slowest = [&] {

@@ -21,6 +21,7 @@ class DpdkLauncher final : public CoreLauncher {
   explicit DpdkLauncher(std::vector<unsigned> lcores, bool use_caller = true)
       : lcores_(std::move(lcores)), use_caller_(use_caller) {}
   void run(std::vector<std::function<void()>> jobs, const std::function<void()>& monitor) override;
+  bool cpu_per_job(size_t jobs) const override { return jobs <= lcores_.size(); }
 
   // Where the last run() placed its jobs: lcore id, or -1 (thread) / -2 (caller).
   const std::vector<int>& placement() const { return placement_; }
