@@ -26,9 +26,11 @@ test: deps
 	@scripts/run_tests.sh
 
 # Repetitions interleaved across cases: these VMs drift by +-20% over minutes.
+# BENCH_FILTER is a regex passed quoted, so it may contain '|'.
 BENCH_ARGS ?= --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+BENCH_FILTER ?= .
 bench: build
-	@$(BUILD)/flexplane_bench --benchmark_counters_tabular=true $(BENCH_ARGS)
+	@$(BUILD)/flexplane_bench --benchmark_counters_tabular=true --benchmark_filter='$(BENCH_FILTER)' $(BENCH_ARGS)
 
 list: build
 	@$(BUILD)/flexplane-emulator list
