@@ -185,8 +185,10 @@ TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][d
 
 TEST_CASE("lookahead changes no result, and spares cores most waits when traffic stays in its rack",
           "[engine][determinism][lookahead]") {
-  // 2 racks + 1 spine on 2 cores: tor0 and the spine on core 0, tor1 on core
-  // 1. One flow in 20 leaves its rack, so racks promise quiet spells.
+  // 2 racks + 1 spine: on 2 cores tor0 and the spine on core 0, tor1 on core
+  // 1; on 3 cores the spine on a core of its own, promising what the ToRs'
+  // cores promise it. One flow in 20 leaves its rack, so racks promise quiet
+  // spells.
   LeafSpineRun run;
   run.racks = 2;
   run.spines = 1;
@@ -200,16 +202,15 @@ TEST_CASE("lookahead changes no result, and spares cores most waits when traffic
       run.lookahead = lookahead;
       const RunOutput many = run_leaf_spine(run);
       require_same(many, one);
-      if (cores != 2) continue;
       for (const CoreSyncStats& c : many.sync) {
         if (lookahead) {
           CHECK(c.promises_published > 0);
           CHECK(c.syncs_by_promise > 0);
-          CHECK(c.syncs < 6000 / 4);  // measured: 56-366
+          CHECK(c.syncs < 6000 / 4);  // measured: 25-366
         } else {
           CHECK(c.promises_published == 0);
           CHECK(c.syncs_by_promise == 0);
-          CHECK(c.syncs > 6000 / 4);  // lockstep: at least one per 2 timeslots (measured: 4883-5572)
+          CHECK(c.syncs > 6000 / 4);  // lockstep: at least one per 2 timeslots (measured: 3001-8984)
         }
       }
     }

@@ -38,7 +38,8 @@ struct DestinationSet {
 
 LookaheadPlan LookaheadPlan::build(const Topology& topology, const std::vector<uint32_t>& router_core,
                                    const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
-                                   const std::vector<const RackPromise*>& racks, uint32_t core) {
+                                   const std::vector<const RackPromise*>& racks, const std::vector<CoreProgress>& cores,
+                                   uint32_t core) {
   const uint32_t nr = static_cast<uint32_t>(topology.routers.size());
   const uint32_t ne = topology.num_endpoints;
   const DestinationSet everything(ne, true), nothing(ne);
@@ -88,6 +89,13 @@ LookaheadPlan LookaheadPlan::build(const Topology& topology, const std::vector<u
     port_of_link[k] = static_cast<int32_t>(plan.ports_.size());
     plan.ports_.push_back(std::move(p));
   }
+  std::vector<int32_t> remote_of_link(links.size(), -1);
+  for (uint32_t k = 0; k < links.size(); ++k) {
+    const uint32_t from = router_core[links[k].from.router];
+    if (from == core || router_core[links[k].to.router] != core) continue;
+    remote_of_link[k] = static_cast<int32_t>(plan.remote_.size());
+    plan.remote_.push_back(RemoteFeeder{links[k].link, cores[from].next, cores[from].promise_to[core]});
+  }
   for (uint32_t k = 0; k < links.size(); ++k) {
     if (port_of_link[k] < 0) continue;
     Port& p = plan.ports_[static_cast<size_t>(port_of_link[k])];
@@ -101,12 +109,31 @@ LookaheadPlan LookaheadPlan::build(const Topology& topology, const std::vector<u
     for (uint32_t j : links_into[r]) {
       if (!carries[j].intersects(out)) continue;
       if (port_of_link[j] < 0)
-        p.no_promise = true;  // fed from another core: its promises are not composed here
+        p.remote_feeders.push_back(static_cast<uint32_t>(remote_of_link[j]));
       else
         p.feeders.push_back(static_cast<uint32_t>(port_of_link[j]));
     }
   }
   return plan;
+}
+
+// How far a core looks into a link from another core for packets in flight
+// (that core may be up to a window ahead); beyond it, nothing is promised.
+constexpr Timeslot kRemoteScan = 16;
+
+Timeslot LookaheadPlan::first_remote_arrival(const RemoteFeeder& f, Timeslot now) {
+  // The promise first: the sender stored its watermark for the timeslot the
+  // promise was made after before it stored the promise, so the watermark
+  // read second is at least that far. Arrivals before watermark + latency
+  // are written (and ordered before us by the acquire); those from there to
+  // the promise are none.
+  const Timeslot promised = f.promise->load(std::memory_order_acquire);
+  const Timeslot written_before = f.next->load(std::memory_order_acquire) + f.link->latency();
+  const Timeslot next = now + 1, scan_end = next + kRemoteScan;
+  const Timeslot in_flight = f.link->first_arrival(next, std::min(written_before, scan_end), kNoRemoteTraffic);
+  if (in_flight != kNoRemoteTraffic) return in_flight;
+  if (written_before > scan_end) return scan_end;  // not looked at: no promise past it
+  return std::max({next, written_before, promised});
 }
 
 void LookaheadPlan::promises(Timeslot now, std::vector<Timeslot>& by_core) {
@@ -122,6 +149,7 @@ void LookaheadPlan::promises(Timeslot now, std::vector<Timeslot>& by_core) {
       const Link& in = *ports_[f].link;
       e = std::min(e, in.first_arrival(next, next + in.latency(), kNoRemoteTraffic));
     }
+    for (uint32_t f : p.remote_feeders) e = std::min(e, first_remote_arrival(remote_[f], now));
     p.earliest_send = e;
   }
   // ... then through same-core links (shortest paths; latencies are >= 1).

@@ -10,21 +10,24 @@
 //  - A promise is (the earliest timeslot the port may send) + latency. A
 //    port may send next timeslot if its queues hold a packet; otherwise not
 //    before the first arrival its router can route to it: from its rack (the
-//    traffic source's own promise, TrafficSource::remote_quiet_until) or over
+//    traffic source's own promise, TrafficSource::remote_quiet_until), over
 //    a link from a router on the same core (a packet in flight, or that
-//    link's own earliest send + latency). Earliest sends are shortest paths
-//    with positive weights, so loops in the topology are fine.
+//    link's own earliest send + latency), or over a link from another core
+//    (what that core has sent so far, and what it has promised). Earliest
+//    sends are shortest paths with positive weights, so loops in the
+//    topology are fine; across cores, promises build on each other's last
+//    published values and only ever grow.
 //  - Which inputs can feed which port comes from the routing tables: the
 //    destinations each link can carry, computed to a fixed point.
-//  - Conservative where it cannot know: a port fed by a link from another
-//    core, a port its rack's own destinations are routed to, or a router that
-//    does not forward by table (Router::forwards_by_table) promises nothing
-//    beyond the next timeslot.
+//  - Conservative where it cannot know: a port its rack's own destinations
+//    are routed to, or a router that does not forward by table
+//    (Router::forwards_by_table), promises nothing beyond the next timeslot.
 //  - Results never depend on it: a promise only lets a reader skip a wait
 //    whose outcome it already knows. The 1- vs N-core identity tests run with
 //    it on and off.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -61,6 +64,13 @@ struct DirectedLink {
   const Link* link = nullptr;
 };
 
+// What one core publishes for the others: its watermark (first timeslot its
+// boundary nodes have not run) and, per core, its promise to that core.
+struct CoreProgress {
+  const std::atomic<Timeslot>* next = nullptr;
+  std::vector<const std::atomic<Timeslot>*> promise_to;  // by core
+};
+
 // The links one core sends on, and which of its inputs can feed each.
 class LookaheadPlan {
  public:
@@ -68,7 +78,8 @@ class LookaheadPlan {
   // router i's rack (null if none or on another core).
   static LookaheadPlan build(const Topology& topology, const std::vector<uint32_t>& router_core,
                              const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
-                             const std::vector<const RackPromise*>& racks, uint32_t core);
+                             const std::vector<const RackPromise*>& racks, const std::vector<CoreProgress>& cores,
+                             uint32_t core);
 
   // After timeslot `now` has run on this core: by_core[c] = the first arrival
   // timeslot on this core's links to core c that is not promised idle
@@ -84,11 +95,22 @@ class LookaheadPlan {
     const Link* link = nullptr;
     uint32_t to_core = 0;
     const RackPromise* rack = nullptr;  // its rack may send packets to this port
-    bool no_promise = false;            // fed from another core, or by the rack's own destinations
+    bool no_promise = false;            // fed by the rack's own destinations
     std::vector<uint32_t> feeders;      // same-core ports whose links can feed this one
+    std::vector<uint32_t> remote_feeders;  // links from other cores that can feed this one
     Timeslot earliest_send = 0;         // scratch
   };
+  struct RemoteFeeder {
+    const Link* link;
+    const std::atomic<Timeslot>* next;     // the sending core's watermark
+    const std::atomic<Timeslot>* promise;  // its promise to this core
+  };
+  // The first arrival after `now` on a link from another core that is not
+  // known to be empty.
+  static Timeslot first_remote_arrival(const RemoteFeeder& f, Timeslot now);
+
   std::vector<Port> ports_;
+  std::vector<RemoteFeeder> remote_;
 };
 
 }  // namespace flexplane

@@ -41,15 +41,18 @@ class OpaqueRouter final : public Router {
 };
 
 // Two racks of two endpoints and one spine, all links 1 timeslot. Routers:
-// tor0 (core 0), tor1 (core 1), spine (core 0). Ports: a ToR's endpoints
-// are 0-1 and its uplink 2; the spine's port r leads to tor r.
+// tor0, tor1, spine; by default on cores 0, 1 and 0. Ports: a ToR's
+// endpoints are 0-1 and its uplink 2; the spine's port r leads to tor r.
 struct TwoRacks {
   Topology topo = make_leaf_spine(2, 2, 1, 1, 1);
   std::vector<std::unique_ptr<Router>> routers;
   std::vector<std::unique_ptr<Link>> link_storage;
   std::vector<DirectedLink> links;
   RackPromise rack0, rack1;
-  const std::vector<uint32_t> core = {0, 1, 0};
+  std::vector<uint32_t> core = {0, 1, 0};
+  // What each of 3 cores has published: watermark, promise to each core.
+  std::atomic<Timeslot> next[3] = {};
+  std::atomic<Timeslot> promise[3][3] = {};
 
   explicit TwoRacks(bool opaque_spine = false) {
     for (uint32_t r = 0; r < 3; ++r) {
@@ -80,15 +83,20 @@ struct TwoRacks {
     FAIL("no such link");
     return *link_storage[0];
   }
-  // What core 0 promises core 1 after timeslot `now`.
-  Timeslot promise_to_core1(Timeslot now) {
+  // What core `from` promises core `to` after timeslot `now`.
+  Timeslot promise_of(uint32_t from, uint32_t to, Timeslot now) {
     std::vector<const Router*> rs = {routers[0].get(), routers[1].get(), routers[2].get()};
-    LookaheadPlan plan = LookaheadPlan::build(topo, core, rs, links, {&rack0, &rack1, nullptr}, 0);
-    REQUIRE(plan.num_ports() == 3);  // tor0 -> spine, spine -> tor0, spine -> tor1
-    std::vector<Timeslot> by_core(2);
+    std::vector<CoreProgress> cores(3);
+    for (uint32_t c = 0; c < 3; ++c) {
+      cores[c].next = &next[c];
+      for (uint32_t d = 0; d < 3; ++d) cores[c].promise_to.push_back(&promise[c][d]);
+    }
+    LookaheadPlan plan = LookaheadPlan::build(topo, core, rs, links, {&rack0, &rack1, nullptr}, cores, from);
+    std::vector<Timeslot> by_core(3);
     plan.promises(now, by_core);
-    return by_core[1];
+    return by_core[to];
   }
+  Timeslot promise_to_core1(Timeslot now) { return promise_of(0, 1, now); }
   static Packet to(EndpointId dst) {
     Packet p{};
     p.src = 0;
@@ -146,4 +154,36 @@ TEST_CASE("a router that does not forward by table promises only the next timesl
   TwoRacks net(/*opaque_spine=*/true);
   net.rack0.update(0, kNoRemoteTraffic);
   REQUIRE(net.promise_to_core1(5) == 7);
+}
+
+TEST_CASE("a spine on a core of its own builds on the promises of the ToRs' cores", "[lookahead]") {
+  // tor0 on core 0, tor1 on core 1, the spine on core 2. What reaches tor1
+  // from the spine comes over tor0's uplink, from core 0.
+  TwoRacks net;
+  net.core = {0, 1, 2};
+  const Timeslot now = 20;
+  SECTION("core 0 has run up to 20 and promised its uplink idle until 100: tor1 sees nothing before 101") {
+    net.next[0] = 21;
+    net.promise[0][2] = 100;
+    REQUIRE(net.promise_of(2, 1, now) == 101);
+  }
+  SECTION("a packet core 0 already sent, arriving at 21: tor1 may see it at 22") {
+    net.next[0] = 21;
+    net.promise[0][2] = 100;
+    REQUIRE(net.link(0, 2).put(20, TwoRacks::to(3)));
+    REQUIRE(net.promise_of(2, 1, now) == 22);
+  }
+  SECTION("core 0 is behind (has run up to 9) with no promise: only what the watermark says") {
+    net.next[0] = 10;
+    REQUIRE(net.promise_of(2, 1, now) == 22);  // the spine may send next timeslot
+  }
+  SECTION("core 0 is far ahead with no promise: nothing past the part looked at (16 timeslots)") {
+    net.next[0] = 60;
+    REQUIRE(net.promise_of(2, 1, now) == 21 + 16 + 1);
+  }
+  SECTION("the promise to core 0 ignores core 0's own uplink: rack 0's packets never come back down") {
+    net.next[1] = 21;
+    net.promise[1][2] = 100;  // tor1's uplink idle until 100
+    REQUIRE(net.promise_of(2, 0, now) == 101);
+  }
 }
