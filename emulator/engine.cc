@@ -471,9 +471,10 @@ void Engine::build(Traffic& traffic) {
       progress[c].next = &cores_[c]->next;
       for (uint32_t d = 0; d < options_.cores; ++d) progress[c].promise_to.push_back(&cores_[c]->promise_to[d].before);
     }
+    std::vector<LookaheadPlan> plans = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, progress);
     for (auto& core : cores_) {
       if (core->downstream.empty()) continue;
-      core->plan = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, progress, core->id);
+      core->plan = std::move(plans[core->id]);
       core->promising = true;
       core->promise_scratch.assign(options_.cores, 0);
       for (uint32_t r = 0; r < nr; ++r)

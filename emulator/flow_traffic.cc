@@ -29,14 +29,10 @@ class FlowSource final : public TrafficSource {
   FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, uint32_t num_endpoints,
              EndpointStamping stamping, std::vector<Timeslot>& first_sent)
       : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()), active_((group.size() + 63) / 64, 0) {
-    std::vector<int32_t> local_of(num_endpoints, -1);
-    for (size_t i = 0; i < group.size(); ++i) local_of[group[i]] = static_cast<int32_t>(i);
-    local_.assign(num_endpoints, false);
-    for (EndpointId e : group)
-      if (e < num_endpoints) local_[e] = true;
+    local_of_.assign(num_endpoints, -1);
+    for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
     for (const auto& f : flows)  // flows are sorted by start: keep that order
-      if (f.src < num_endpoints && local_of[f.src] >= 0)
-        arrivals_.push_back({f.id, static_cast<uint32_t>(local_of[f.src]), f.dst >= num_endpoints || local_of[f.dst] < 0});
+      if (is_local(f.src)) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of_[f.src]), !is_local(f.dst)});
     // next_remote_start_[i]: start of the first flow leaving the group at or after arrival i.
     next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
     for (size_t i = arrivals_.size(); i-- > 0;)
@@ -98,7 +94,7 @@ class FlowSource final : public TrafficSource {
     uint32_t local;
     bool remote;  // destination outside the group
   };
-  bool is_local(EndpointId e) const { return e < local_.size() && local_[e]; }
+  bool is_local(EndpointId e) const { return e < local_of_.size() && local_of_[e] >= 0; }
   struct Nic {
     std::vector<uint32_t> queue;  // flow ids, FIFO from head
     size_t head = 0;
@@ -111,7 +107,7 @@ class FlowSource final : public TrafficSource {
   size_t next_arrival_ = 0;
   std::vector<Nic> nics_;
   std::vector<uint64_t> active_;  // bit l: NIC l has something to send
-  std::vector<bool> local_;       // by endpoint id: in this group
+  std::vector<int32_t> local_of_;  // by endpoint id: index in this group, or -1
   std::vector<Timeslot> next_remote_start_;
   uint32_t remote_queued_ = 0;    // flows to outside the group queued on NICs, not fully sent
 };

@@ -46,7 +46,8 @@ class alignas(kCacheLine) Link {
   }
 
   // The first arrival timeslot in [from, until) that carries a packet, or
-  // `none` (the sender's own view of what it has in flight).
+  // `none`: what is in flight, for lookahead. The caller must know those
+  // slots are written (its own link, or before another core's watermark).
   Timeslot first_arrival(Timeslot from, Timeslot until, Timeslot none) const {
     for (Timeslot t = from; t < until; ++t)
       if (slots_[t & mask_].stamp == t) return t;

@@ -6,14 +6,17 @@
 
 namespace flexplane {
 
-namespace {
-
 // A set of destinations (endpoint ids) as bits.
-struct DestinationSet {
+struct LookaheadPlan::DestinationSet {
   std::vector<uint64_t> words;
   explicit DestinationSet(uint32_t endpoints = 0, bool all = false)
       : words((endpoints + 63) / 64, all ? ~uint64_t{0} : 0) {}
   void add(EndpointId e) { words[e >> 6] |= 1ull << (e & 63); }
+  bool any() const {
+    for (uint64_t w : words)
+      if (w) return true;
+    return false;
+  }
   bool intersects(const DestinationSet& o) const {
     for (size_t i = 0; i < words.size(); ++i)
       if (words[i] & o.words[i]) return true;
@@ -34,48 +37,63 @@ struct DestinationSet {
   }
 };
 
-}  // namespace
+struct LookaheadPlan::Routing {
+  std::vector<std::vector<DestinationSet>> routed_to;  // [router][port]: destinations sent out of it
+  std::vector<DestinationSet> rack_members;            // [router]: its rack's endpoints
+  std::vector<std::vector<uint32_t>> links_into;       // [router]: links arriving at it
+  std::vector<DestinationSet> carries;                 // [link]: destinations it can carry
+};
 
-LookaheadPlan LookaheadPlan::build(const Topology& topology, const std::vector<uint32_t>& router_core,
-                                   const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
-                                   const std::vector<const RackPromise*>& racks, const std::vector<CoreProgress>& cores,
-                                   uint32_t core) {
+std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const std::vector<uint32_t>& router_core,
+                                                const std::vector<const Router*>& routers,
+                                                const std::vector<DirectedLink>& links,
+                                                const std::vector<const RackPromise*>& racks,
+                                                const std::vector<CoreProgress>& cores) {
   const uint32_t nr = static_cast<uint32_t>(topology.routers.size());
   const uint32_t ne = topology.num_endpoints;
   const DestinationSet everything(ne, true), nothing(ne);
+  Routing g;
 
-  // routed_to[r][p]: destinations router r sends out of port p (any, if it
-  // does not forward by table).
-  std::vector<std::vector<DestinationSet>> routed_to(nr);
+  // Any destination, out of any port, for a router that does not forward by table.
+  g.routed_to.resize(nr);
   for (uint32_t r = 0; r < nr; ++r) {
     const RouterNodeSpec& spec = topology.routers[r];
     const bool by_table = routers[r]->forwards_by_table();
-    routed_to[r].assign(spec.num_ports, by_table ? nothing : everything);
+    g.routed_to[r].assign(spec.num_ports, by_table ? nothing : everything);
     if (!by_table) continue;
     for (EndpointId d = 0; d < ne; ++d)
       for (PortId p : spec.routes.candidates(d))
-        if (p < spec.num_ports) routed_to[r][p].add(d);
+        if (p < spec.num_ports) g.routed_to[r][p].add(d);
   }
-  std::vector<DestinationSet> rack_members(nr, nothing);
-  for (EndpointId e = 0; e < ne; ++e) rack_members[topology.endpoint_port[e].router].add(e);
+  g.rack_members.assign(nr, nothing);
+  for (EndpointId e = 0; e < ne; ++e) g.rack_members[topology.endpoint_port[e].router].add(e);
+  g.links_into.resize(nr);
+  for (uint32_t k = 0; k < links.size(); ++k) g.links_into[links[k].to.router].push_back(k);
 
-  // carries[k]: destinations link k can carry. A rack may send to anyone;
-  // a router forwards what reaches it to the ports its table names.
-  std::vector<std::vector<uint32_t>> links_into(nr);
-  for (uint32_t k = 0; k < links.size(); ++k) links_into[links[k].to.router].push_back(k);
-  std::vector<DestinationSet> carries(links.size(), nothing);
+  // A rack may send to anyone; a router forwards what reaches it to the
+  // ports its table names. Grow to a fixed point.
+  g.carries.assign(links.size(), nothing);
   for (bool grew = true; grew;) {
     grew = false;
     for (uint32_t k = 0; k < links.size(); ++k) {
       const uint32_t r = links[k].from.router;
-      const DestinationSet& out = routed_to[r][links[k].from.port];
-      DestinationSet reaching = topology.endpoints_of(r).empty() ? nothing : everything;
-      for (uint32_t j : links_into[r]) reaching.add_all(carries[j]);
-      grew |= carries[k].add_common(reaching, out);
+      DestinationSet reaching = g.rack_members[r].any() ? everything : nothing;
+      for (uint32_t j : g.links_into[r]) reaching.add_all(g.carries[j]);
+      grew |= g.carries[k].add_common(reaching, g.routed_to[r][links[k].from.port]);
     }
   }
 
-  // This core's ports, and what feeds each.
+  std::vector<LookaheadPlan> plans;
+  for (uint32_t core = 0; core < cores.size(); ++core)
+    plans.push_back(plan_for(core, g, router_core, routers, links, racks, cores));
+  return plans;
+}
+
+// One core's ports, and what feeds each.
+LookaheadPlan LookaheadPlan::plan_for(uint32_t core, const Routing& g, const std::vector<uint32_t>& router_core,
+                                      const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
+                                      const std::vector<const RackPromise*>& racks,
+                                      const std::vector<CoreProgress>& cores) {
   LookaheadPlan plan;
   std::vector<int32_t> port_of_link(links.size(), -1);
   for (uint32_t k = 0; k < links.size(); ++k) {
@@ -100,14 +118,14 @@ LookaheadPlan LookaheadPlan::build(const Topology& topology, const std::vector<u
     if (port_of_link[k] < 0) continue;
     Port& p = plan.ports_[static_cast<size_t>(port_of_link[k])];
     const uint32_t r = links[k].from.router;
-    const DestinationSet& out = routed_to[r][p.port];
-    if (!topology.endpoints_of(r).empty() && out.intersects(everything)) {
+    const DestinationSet& out = g.routed_to[r][p.port];
+    if (g.rack_members[r].any() && out.any()) {
       p.rack = racks[r];
       // Destinations in the rack itself are not covered by the source's promise.
-      if (!p.rack || out.intersects(rack_members[r])) p.no_promise = true;
+      if (!p.rack || out.intersects(g.rack_members[r])) p.no_promise = true;
     }
-    for (uint32_t j : links_into[r]) {
-      if (!carries[j].intersects(out)) continue;
+    for (uint32_t j : g.links_into[r]) {
+      if (!g.carries[j].intersects(out)) continue;
       if (port_of_link[j] < 0)
         p.remote_feeders.push_back(static_cast<uint32_t>(remote_of_link[j]));
       else

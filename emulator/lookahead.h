@@ -74,12 +74,13 @@ struct CoreProgress {
 // The links one core sends on, and which of its inputs can feed each.
 class LookaheadPlan {
  public:
-  // `core`'s plan. routers[i] implements topology.routers[i]; racks[i] is
-  // router i's rack (null if none or on another core).
-  static LookaheadPlan build(const Topology& topology, const std::vector<uint32_t>& router_core,
-                             const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
-                             const std::vector<const RackPromise*>& racks, const std::vector<CoreProgress>& cores,
-                             uint32_t core);
+  // One plan per core (the routing analysis is shared). routers[i]
+  // implements topology.routers[i]; racks[i] is router i's rack (null if none).
+  static std::vector<LookaheadPlan> build(const Topology& topology, const std::vector<uint32_t>& router_core,
+                                          const std::vector<const Router*>& routers,
+                                          const std::vector<DirectedLink>& links,
+                                          const std::vector<const RackPromise*>& racks,
+                                          const std::vector<CoreProgress>& cores);
 
   // After timeslot `now` has run on this core: by_core[c] = the first arrival
   // timeslot on this core's links to core c that is not promised idle
@@ -89,6 +90,12 @@ class LookaheadPlan {
   size_t num_ports() const { return ports_.size(); }
 
  private:
+  struct DestinationSet;
+  struct Routing;  // what the routing tables allow, shared by all cores' plans
+  static LookaheadPlan plan_for(uint32_t core, const Routing& routing, const std::vector<uint32_t>& router_core,
+                                const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
+                                const std::vector<const RackPromise*>& racks, const std::vector<CoreProgress>& cores);
+
   struct Port {                        // one router port on this core with a link to a router
     const QueueBank* bank = nullptr;   // null: no promise (router does not forward by table)
     PortId port = 0;

@@ -91,9 +91,9 @@ struct TwoRacks {
       cores[c].next = &next[c];
       for (uint32_t d = 0; d < 3; ++d) cores[c].promise_to.push_back(&promise[c][d]);
     }
-    LookaheadPlan plan = LookaheadPlan::build(topo, core, rs, links, {&rack0, &rack1, nullptr}, cores, from);
+    std::vector<LookaheadPlan> plans = LookaheadPlan::build(topo, core, rs, links, {&rack0, &rack1, nullptr}, cores);
     std::vector<Timeslot> by_core(3);
-    plan.promises(now, by_core);
+    plans[from].promises(now, by_core);
     return by_core[to];
   }
   Timeslot promise_to_core1(Timeslot now) { return promise_of(0, 1, now); }
