@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "emulator/flow.h"
-#include "emulator/flow_traffic.h"
+#include "emulator/workload/flow.h"
+#include "emulator/traffic/flow_traffic.h"
 #include "proto/fp_endpoint_conn.h"
 
 namespace flexplane::endpoint {
