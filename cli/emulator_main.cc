@@ -105,9 +105,9 @@ int main(int argc, char** argv) {
   live_cmd->add_flag("--record", la.record, "write arrivals.csv and verdicts.csv (for `replay`)");
   live_cmd->add_option("--port", la.port, "DPDK port id (default 0)");
   live_cmd->add_option("--prio", la.prio, "request feature PRIO: auto (from the schemes) | on | off");
-  live_cmd->add_option("--req-custom", la.req_custom, "custom bytes per request (0..16; default: what the schemes declare)")->check(CLI::Range(0, 16));
-  live_cmd->add_option("--verdict-custom", la.verdict_custom, "custom bytes per verdict (0..16; default: what the schemes declare)")
-      ->check(CLI::Range(0, 16));
+  live_cmd->add_option("--req-custom", la.req_custom, "custom bytes per request (0..12: what a packet carries; default: what the schemes declare)")->check(CLI::Range(0, 255));
+  live_cmd->add_option("--verdict-custom", la.verdict_custom, "custom bytes per verdict (0..12: what a packet carries; default: what the schemes declare)")
+      ->check(CLI::Range(0, 255));
   live_cmd->add_option("--window", la.window, "protocol window per endpoint, a power of two (default 4096)")
       ->check(CLI::Range(2, 32768));
   live_cmd->add_option("--rto-us", la.rto_us, "verdict retransmission timeout, us (default 500; raise on loaded hosts)")
@@ -145,8 +145,13 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("live")) {
+#ifdef FLEXPLANE_WITH_LIVE
       la.eal_args = eal_args;
       return live::run_live(la);
+#else
+      std::fprintf(stderr, "error: this flexplane-emulator was built without DPDK: no live emulation\n");
+      return 1;
+#endif
     }
     if (!eal_args.empty()) {
       std::fprintf(stderr, "error: arguments after '--' are only for `live` (DPDK EAL)\n");

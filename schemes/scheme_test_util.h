@@ -98,6 +98,10 @@ struct DropLog : EventSink {
   }
 };
 
+// A tick is 1 us in tests (so `_us` parameters are ticks), and a link sends
+// one mtu_bytes packet per tick, as in the emulator.
+inline constexpr double kNsPerTick = 1000;
+
 class TestRouter {
  public:
   TestRouter(uint16_t num_ports, const Components& c, uint64_t seed = 1, uint32_t mtu_bytes = 1500)
@@ -108,6 +112,7 @@ class TestRouter {
     RouterEnv env;
     env.num_ports = num_ports;
     env.mtu_bytes = mtu_bytes;
+    env.time = TimeBase{kNsPerTick, static_cast<double>(mtu_bytes)};
     env.routes = &routes_;
     env.sink = &log;
     env.seed = seed;
@@ -145,6 +150,7 @@ class TestRouter {
   }
 
   const QueueBank& bank() const { return router_.bank(); }
+  const PatternRouter& router() const { return router_; }
   const QueueCounters& counters(PortId port, QueueId q = 0) const { return bank().counters(port, q); }
   uint64_t drops(PortId port, QueueId q, Reason r) const { return counters(port, q).drops[static_cast<unsigned>(r)]; }
   uint64_t marks(PortId port, QueueId q, Reason r) const { return counters(port, q).marks[static_cast<unsigned>(r)]; }
@@ -158,15 +164,15 @@ class TestRouter {
         const QueueCounters& c = counters(port, q);
         INFO("port " << port << " queue " << int(q));
         REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
-        REQUIRE(c.enqueued == c.dequeued + c.dropped_from_queue + bank().packets(port, q));
+        REQUIRE(c.enqueued == c.dequeued + c.dropped_at_dequeue + c.evicted + bank().packets(port, q));
         uint64_t drops = 0, marks = 0;
         for (unsigned r = 0; r < kNumReasons; ++r) drops += c.drops[r], marks += c.marks[r];
-        REQUIRE(drops == c.dropped_on_arrival + c.dropped_from_queue);
+        REQUIRE(drops == c.dropped());
         REQUIRE(marks == c.marked);
         REQUIRE(c.drops[static_cast<unsigned>(Reason::kBankOverflow)] == 0);  // schemes must account for every packet
         all_drops += drops;
       }
-    REQUIRE(log.drops.size() == all_drops + router_.unrouted());
+    REQUIRE(log.drops.size() == all_drops + router_.losses().total());
   }
 
   DropLog log;

@@ -64,7 +64,7 @@ def test_no_arguments_is_a_usage_error() -> None:
     "change, expected",
     [
         ({"topology": {"kind": "ring"}}, ["topology.kind", "unknown topology kind 'ring'"]),
-        ({"topology": {"endpoints_per_rack": "many"}}, ["topology.endpoints_per_rack", "'many'"]),
+        ({"topology": {"endpoints_per_rack": "many"}}, ["topology (topology kind 'leaf_spine')", "'endpoints_per_rack'", "'many'"]),
         ({"routers": {"default": {"scheme": "fancy"}}}, ["unknown scheme 'fancy'", "droptail"]),
         ({"routers": {"default": {"queue_manager": {"capacity_pkts": -1}}}}, ["capacity_pkts", "'-1'"]),
         ({"routers": {"default": {"queue_manager": {"k": 1}}}}, ["unknown parameter 'k'", "capacity_pkts"]),
@@ -132,9 +132,9 @@ def test_small_run_writes_documented_outputs_with_consistent_counts(tmp_path: Pa
     for c in counters:
         n = {k: int(v) for k, v in c.items() if k not in ("router",)}
         assert n["arrived"] == n["enqueued"] + n["dropped_on_arrival"]
-        assert n["enqueued"] == n["dequeued"] + n["dropped_from_queue"] + n["backlog_pkts"]
-        assert n["dropped_on_arrival"] + n["dropped_from_queue"] == sum(v for k, v in n.items() if k.startswith("drops_"))
-    assert sum(int(c["dropped_on_arrival"]) + int(c["dropped_from_queue"]) for c in counters) == dropped
+        assert n["enqueued"] == n["dequeued"] + n["dropped_at_dequeue"] + n["evicted"] + n["backlog_pkts"]
+        assert n["dropped_on_arrival"] + n["dropped_at_dequeue"] + n["evicted"] == sum(v for k, v in n.items() if k.startswith("drops_"))
+    assert sum(int(c["dropped_on_arrival"]) + int(c["dropped_at_dequeue"]) + int(c["evicted"]) for c in counters) == dropped
     assert {o["router"] for o in occupancy} == {"tor0", "tor1", "spine0", "spine1"}
 
 

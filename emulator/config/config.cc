@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "api/endpoint_contract.h"
 #include "emulator/config/yaml_util.h"
 
 namespace flexplane {
@@ -31,26 +32,17 @@ Topology parse_topology(const YAML::Node& node, const std::string& file, const s
     t = merge(load_file(p.string()), over);
     tfile = p.string();
   }
-  check_keys(t, {"kind", "endpoints", "racks", "endpoints_per_rack", "spines", "links_per_spine",
-                 "link_latency_timeslots", "description"},
-             tfile, path);
+  require_map(t, tfile, path);
   const std::string kind = get_string(t, "kind", "", tfile, path);
-  const uint32_t latency = static_cast<uint32_t>(get_uint(t, "link_latency_timeslots", 1, 1, 1024, tfile, path));
-  if (kind == "single_rack") {
-    for (const char* k : {"racks", "endpoints_per_rack", "spines", "links_per_spine"})
-      if (t[k]) throw ConfigError(where(tfile, t[k], path + "." + k) + ": not used by kind single_rack");
-    return make_single_rack(static_cast<uint32_t>(get_uint(t, "endpoints", 32, 2, 4096, tfile, path)), latency);
-  }
-  if (kind == "leaf_spine") {
-    if (t["endpoints"]) throw ConfigError(where(tfile, t["endpoints"], path + ".endpoints") +
-                                          ": leaf_spine takes racks and endpoints_per_rack");
-    return make_leaf_spine(static_cast<uint32_t>(get_uint(t, "racks", 2, 1, 1024, tfile, path)),
-                           static_cast<uint32_t>(get_uint(t, "endpoints_per_rack", 16, 1, 4096, tfile, path)),
-                           static_cast<uint32_t>(get_uint(t, "spines", 2, 1, 256, tfile, path)),
-                           static_cast<uint32_t>(get_uint(t, "links_per_spine", 1, 1, 64, tfile, path)), latency);
-  }
-  throw ConfigError(where(tfile, t["kind"], path + ".kind") + ": unknown topology kind '" + kind +
-                    "' (known: single_rack, leaf_spine)");
+  const ComponentInfo<TopologyKind>& info =
+      Registry<TopologyKind>::instance().get(kind, where(tfile, t["kind"], path + ".kind"));
+  // Every other key is a parameter of the kind (`description` is a comment).
+  ParamValues values = to_params(t, "kind", tfile, path);
+  std::erase_if(values.entries, [](const auto& kv) { return kv.first == "description"; });
+  values.where = where(tfile, t, path);
+  Topology topo = info.make(values, nullptr)->build();
+  topo.kind = kind;
+  return topo;
 }
 
 void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path) {
@@ -104,11 +96,11 @@ std::vector<RouterSpec> parse_routers(const YAML::Node& node, const Topology& to
     bool known = key == "default";
     for (const auto& r : topo.routers) known = known || key == r.name || key == r.tier;
     if (!known) {
-      std::string names = "default";
+      std::string names = "default", tiers;
       for (const auto& r : topo.routers) names += ", " + r.name;
+      for (const auto& t : topo.tiers()) tiers += (tiers.empty() ? "" : ", ") + t;
       throw ConfigError(where(file, kv.first, "routers." + key) + ": no router or tier named '" + key +
-                        "' in this topology (tiers: tor" + std::string(topo.kind == "leaf_spine" ? ", spine" : "") +
-                        "; routers: " + names + ")");
+                        "' in this topology (tiers: " + tiers + "; routers: " + names + ")");
     }
   }
   for (size_t i = 0; i < topo.routers.size(); ++i) {
@@ -204,10 +196,11 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   for (const auto& spec : c.router_specs) build_router(spec);
 
   if (const YAML::Node n = root["endpoint"]) {
-    check_keys(n, {"priority", "ect"}, file, "endpoint");
+    check_keys(n, {"priority", "ect", "slack_us"}, file, "endpoint");
     c.endpoint_priority = get_string(n, "priority", "auto", file, "endpoint");
     if (c.endpoint_priority != "auto") parse_priority_stamp(c.endpoint_priority, where(file, n["priority"], "endpoint.priority"));
     c.endpoint_ect = get_bool(n, "ect", true, file, "endpoint");
+    c.endpoint_slack_ns = static_cast<uint32_t>(std::llround(get_double(n, "slack_us", 0, 0, 4e6, file, "endpoint") * 1e3));
   }
 
   if (const YAML::Node n = root["run"]) {

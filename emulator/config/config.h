@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "emulator/traffic/flow_traffic.h"
 #include "emulator/config/router_factory.h"
 #include "emulator/topology/topology.h"
 #include "emulator/workload/workload.h"
@@ -49,6 +48,7 @@ struct RunConfig {
   std::vector<RouterSpec> router_specs;
   std::string endpoint_priority = "auto";  // auto | none | flow_size | remaining_size
   bool endpoint_ect = true;
+  uint32_t endpoint_slack_ns = 0;  // endpoint.slack_us: stamped into Packet::custom[0] (LSTF), 0 = none
   WorkloadSpec workload;
   Timeslot duration = 0;   // flow arrivals happen in [0, duration)
   Timeslot drain = 0;      // then this long for flows to finish

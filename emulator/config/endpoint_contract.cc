@@ -21,6 +21,15 @@ EndpointContract endpoint_contract(const RunConfig& c, const std::vector<Resolve
   return out;
 }
 
+EndpointStamping endpoint_stamping(const RunConfig& c, const EndpointContract& contract) {
+  EndpointStamping s;
+  s.priority = contract.priority;
+  s.ect = c.endpoint_ect;
+  s.packet_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
+  s.slack_ns = c.endpoint_slack_ns;
+  return s;
+}
+
 EndpointContract endpoint_contract(const RunConfig& c) {
   std::vector<ResolvedRouter> routers(c.router_specs.size());
   for (size_t i = 0; i < c.router_specs.size(); ++i) build_router(c.router_specs[i], &routers[i]);

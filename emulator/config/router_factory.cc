@@ -1,5 +1,8 @@
 #include "emulator/config/router_factory.h"
 
+#include <algorithm>
+
+#include "api/endpoint_contract.h"
 #include "api/pattern_router.h"
 
 namespace flexplane {
@@ -49,6 +52,8 @@ std::unique_ptr<Router> build_router(const RouterSpec& spec, ResolvedRouter* res
     out.endpoint_priority = p->endpoint_priority;
     out.request_custom_bytes = p->request_custom_bytes;
     out.verdict_custom_bytes = p->verdict_custom_bytes;
+    check_custom_bytes(std::max(p->request_custom_bytes, p->verdict_custom_bytes),
+                       spec.where + ".scheme: scheme '" + spec.scheme + "' declares");
   }
   auto c = make<ClassifierBase>(spec.classifier, cls, spec.where, &out.classifier, &out.classifier_params);
   auto q = make<QueueManagerBase>(spec.queue_manager, qm, spec.where, &out.queue_manager, &out.queue_manager_params);

@@ -96,7 +96,7 @@ struct Engine::Core {
   size_t boundary_nodes = 0;
   EventLog log;
   std::vector<OccupancySample> occupancy;
-  uint64_t collisions = 0;
+  std::vector<SchemeStatSample> scheme_stats;
   TimeslotTimer timer;  // if options.time_timeslots
   // Real-time health, written by this core, read by the monitor.
   std::atomic<uint64_t> late{0};
@@ -221,6 +221,8 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   cache_vector<uint64_t> used;        // per port, one bit: sent this timeslot
   cache_vector<Packet> batch, sent;
   cache_vector<PortId> sent_ports;
+  bool has_stats = false;   // the router exports scheme statistics
+  RouterLosses link_losses;  // packets it sent that no link took (kNoLink, kLinkCollision)
 
   void step(Timeslot now) override {
     // Arrivals: the rack's endpoints (lower ports), then other routers.
@@ -253,7 +255,10 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     while (m && sent_ports[m - 1] >= rack_end) {
       --m;
       const PortId p = sent_ports[m];
-      if (kind[p] != PortKind::kRouter || !out[p]->put(now, pkts[m])) ++core->collisions;
+      if (kind[p] != PortKind::kRouter)
+        lose(now, pkts[m], p, Reason::kNoLink);
+      else if (!out[p]->put(now, pkts[m]))
+        lose(now, pkts[m], p, Reason::kLinkCollision);
     }
     return m;
   }
@@ -266,8 +271,12 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     for (uint32_t i = 0; i < m; ++i) {
       const PortId p = sent_ports[i];
       if (!trusted) {
-        if (__builtin_expect(p >= kind.size() || (used[p >> 6] & (1ull << (p & 63))), 0)) {
-          ++core->collisions;  // unconnected port, or a second packet on one port
+        if (__builtin_expect(p >= kind.size(), 0)) {
+          lose(now, pkts[i], p, Reason::kNoLink);  // a port the router does not have
+          continue;
+        }
+        if (__builtin_expect(used[p >> 6] & (1ull << (p & 63)), 0)) {
+          lose(now, pkts[i], p, Reason::kLinkCollision);  // a second packet on one port
           continue;
         }
         used[p >> 6] |= 1ull << (p & 63);
@@ -276,14 +285,21 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
         if (to_rack != i) pkts[to_rack] = pkts[i];
         ++to_rack;
       } else if (kind[p] == PortKind::kRouter) {
-        if (!out[p]->put(now, pkts[i])) ++core->collisions;
+        if (!out[p]->put(now, pkts[i])) lose(now, pkts[i], p, Reason::kLinkCollision);
       } else {
-        ++core->collisions;
+        lose(now, pkts[i], p, Reason::kNoLink);
       }
     }
     if (!trusted)
       for (uint64_t& w : used) w = 0;
     return to_rack;
+  }
+
+  // A packet the router sent that no link takes: a drop like any other
+  // (the flow loses it, a live endpoint gets its DROP verdict), counted here.
+  void lose(Timeslot now, const Packet& p, PortId port, Reason r) {
+    ++link_losses.by_reason[static_cast<unsigned>(r)];
+    core->log.on_drop(p, id, port, r, now);
   }
 
   void sample(Timeslot now) {
@@ -292,6 +308,22 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
       uint64_t bytes = 0;
       for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(p, q);
       core->occupancy.push_back(OccupancySample{now, id, p, b.port_packets(p), bytes});
+    }
+    if (!has_stats) return;
+    struct ToCore final : StatsOut {
+      std::vector<SchemeStatSample>& out;
+      SchemeStatSample s;
+      ToCore(std::vector<SchemeStatSample>& o, SchemeStatSample base) : out(o), s(base) {}
+      void put(unsigned stat, QueueId q, double v) override {
+        s.stat = static_cast<uint16_t>(stat);
+        s.queue = q;
+        s.value = v;
+        out.push_back(s);
+      }
+    };
+    for (PortId p = 0; p < b.num_ports(); ++p) {
+      ToCore to(core->scheme_stats, SchemeStatSample{now, id, p, 0, 0, 0});
+      router->sample_stats(p, to);
     }
   }
 };
@@ -318,7 +350,7 @@ void Engine::build(Traffic& traffic) {
     uint32_t next = 0;
     for (int pass = 0; pass < 2; ++pass)
       for (uint32_t r = 0; r < nr; ++r) {
-        const bool has_endpoints = topology_.routers[r].tier == "tor";
+        const bool has_endpoints = !topology_.endpoints_of(r).empty();
         if (has_endpoints == (pass == 0)) router_core_[r] = next++ % options_.cores;
       }
   }
@@ -334,7 +366,7 @@ void Engine::build(Traffic& traffic) {
   for (uint32_t c = 0; c < options_.cores; ++c) {
     cores_.push_back(std::make_unique<Core>(options_.packet_log));
     cores_.back()->id = c;
-    cores_.back()->log.set_drop_handling(traffic.drop_sink(c), traffic.record_drops());
+    cores_.back()->log.set_drop_handling(traffic.drop_sink(c), traffic.record_drops() || options_.packet_log);
   }
 
   // Same-core links only need latency + 1 slots (smaller, cache-hot wheels);
@@ -345,7 +377,8 @@ void Engine::build(Traffic& traffic) {
     return links_.back().get();
   };
 
-  std::vector<RouterNode*> rnodes(nr);
+  std::vector<RouterNode*>& rnodes = router_nodes_;
+  rnodes.assign(nr, nullptr);
   for (uint32_t r = 0; r < nr; ++r) {
     const auto& spec = topology_.routers[r];
     auto node = std::make_unique<RouterNode>();
@@ -364,10 +397,12 @@ void Engine::build(Traffic& traffic) {
     env.router_id = r;
     env.num_ports = spec.num_ports;
     env.mtu_bytes = options_.mtu_bytes;
+    env.time = TimeBase{options_.timeslot_ns, static_cast<double>(options_.mtu_bytes)};
     env.routes = &spec.routes;
     env.sink = &node->core->log;
     env.seed = options_.seed;
     routers_[r]->bind(env);
+    node->has_stats = !routers_[r]->stat_descs().empty();
     rnodes[r] = node.get();
     node->core->nodes.push_back(std::move(node));
   }
@@ -622,8 +657,19 @@ uint64_t Engine::router_packet_hops() const {
 
 uint64_t Engine::link_collisions() const {
   uint64_t sum = 0;
-  for (const auto& c : cores_) sum += c->collisions;
+  for (const RouterNode* n : router_nodes_) sum += n->link_losses.total();
   return sum;
+}
+
+const RouterLosses& Engine::link_losses(uint32_t router) const { return router_nodes_.at(router)->link_losses; }
+
+std::vector<SchemeStatSample> Engine::scheme_stats() const {
+  std::vector<SchemeStatSample> all;
+  for (const auto& c : cores_) all.insert(all.end(), c->scheme_stats.begin(), c->scheme_stats.end());
+  std::sort(all.begin(), all.end(), [](const SchemeStatSample& a, const SchemeStatSample& b) {
+    return std::tie(a.time, a.router, a.port, a.stat, a.queue) < std::tie(b.time, b.router, b.port, b.stat, b.queue);
+  });
+  return all;
 }
 
 std::vector<TimeslotTiming> Engine::timeslot_timing() const {

@@ -41,7 +41,7 @@ enum class Clock { kVirtual, kRealTime };
 struct EngineOptions {
   uint32_t cores = 1;
   Clock clock = Clock::kVirtual;
-  double timeslot_ns = 1200;          // real time: wall-clock length of a timeslot
+  double timeslot_ns = 1200;          // length of a timeslot: the routers' tick (api/time.h); real time: its pace
   double max_lead_ns = 0;             // real time: a core may start a timeslot this early
   bool sleep_when_ahead = false;      // real time: sleep (not spin) when > sleep_threshold_ns ahead
   double sleep_threshold_ns = 100000; //   (long timeslots on small shared machines)
@@ -50,7 +50,7 @@ struct EngineOptions {
   bool packet_log = false;            // record every delivery as well as every drop
   uint32_t max_lead_timeslots = 64;   // how far a core may run ahead of a downstream neighbour
   uint64_t seed = 1;
-  uint32_t mtu_bytes = 1500;
+  uint32_t mtu_bytes = 1500;          // bytes of an abstract packet: what a link sends per timeslot
   bool time_timeslots = false;        // keep per-core timeslot durations (timeslot_timing())
   bool lookahead = true;              // cores promise idle links ahead (emulator/lookahead.h); off: lockstep only
 };
@@ -71,6 +71,16 @@ struct OccupancySample {
   bool operator==(const OccupancySample& o) const {
     return time == o.time && router == o.router && port == o.port && packets == o.packets && bytes == o.bytes;
   }
+};
+
+// One value of a router's scheme statistics (api/scheme_stats.h).
+struct SchemeStatSample {
+  Timeslot time;
+  uint32_t router;
+  PortId port;
+  QueueId queue;  // per-queue stats; anything for per-port ones
+  uint16_t stat;  // index into the router's stat_descs()
+  double value;
 };
 
 // Real-time health of one core: lateness is counted and reported, never hidden.
@@ -116,8 +126,11 @@ class Engine {
   // Packets routers sent, summed over all routers and ports (the
   // "router packet-hops" of the benchmarks).
   uint64_t router_packet_hops() const;
-  // Packets lost because a router emitted two packets on one port in one timeslot.
+  // Packets routers sent that no link took: a second packet on a port in one
+  // timeslot (link_collision) or a port with nothing attached (no_link);
+  // each was also reported as a drop. Summed, and per router by reason.
   uint64_t link_collisions() const;
+  const RouterLosses& link_losses(uint32_t router) const;
 
   // Per core, how long its timeslots took over all runs so far (needs
   // options.time_timeslots; empty samples otherwise).
@@ -129,6 +142,9 @@ class Engine {
   std::vector<PacketEvent> events() const;
   // Occupancy samples merged over cores, sorted by (time, router, port).
   std::vector<OccupancySample> occupancy() const;
+  // Scheme statistics, sampled with the occupancy, merged and sorted by
+  // (time, router, port, stat, queue).
+  std::vector<SchemeStatSample> scheme_stats() const;
 
  private:
   struct Node;
@@ -144,6 +160,7 @@ class Engine {
   EngineOptions options_;
   std::vector<uint32_t> router_core_;
   std::vector<std::unique_ptr<Link>> links_;
+  std::vector<RouterNode*> router_nodes_;  // by router id (owned by the cores)
   std::vector<std::unique_ptr<Core>> cores_;
   uint32_t window_ = 0;
   Timeslot now_ = 0;

@@ -119,7 +119,7 @@ RunOutput run_leaf_spine(const LeafSpineRun& run) {
 
 bool same_counters(const QueueCounters& a, const QueueCounters& b) {
   return a.arrived == b.arrived && a.enqueued == b.enqueued && a.dequeued == b.dequeued &&
-         a.dropped_on_arrival == b.dropped_on_arrival && a.dropped_from_queue == b.dropped_from_queue &&
+         a.dropped_on_arrival == b.dropped_on_arrival && a.dropped_at_dequeue == b.dropped_at_dequeue && a.evicted == b.evicted &&
          a.marked == b.marked;
 }
 
@@ -288,7 +288,7 @@ TEST_CASE("every packet sent is delivered, dropped, or still in the network", "[
       backlog += b.port_packets(p);
       const auto& c = b.counters(p, 0);
       REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
-      REQUIRE(c.enqueued == c.dequeued + c.dropped_from_queue + b.packets(p, 0));
+      REQUIRE(c.enqueued == c.dequeued + c.dropped_at_dequeue + c.evicted + b.packets(p, 0));
     }
   }
   REQUIRE(backlog == 0);
@@ -332,7 +332,8 @@ class SloppyRouter final : public Router {
     return m;
   }
   const QueueBank& bank() const override { return bank_; }
-  uint64_t unrouted() const override { return 0; }
+  const RouterLosses& losses() const override { return losses_; }
+  RouterLosses losses_;
 
  private:
   QueueBank bank_;

@@ -34,7 +34,8 @@ class OpaqueRouter final : public Router {
   void input(Packet*, uint32_t, Timeslot) override {}
   uint32_t output(Timeslot, Packet*, PortId*) override { return 0; }
   const QueueBank& bank() const override { return bank_; }
-  uint64_t unrouted() const override { return 0; }
+  const RouterLosses& losses() const override { return losses_; }
+  RouterLosses losses_;
 
  private:
   QueueBank bank_;

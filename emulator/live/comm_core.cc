@@ -54,8 +54,9 @@ CommCore::CommCore(const CommCoreConfig& cfg, LiveTraffic& traffic, rte_mempool*
     throw std::invalid_argument("need 1..65535 endpoint addresses");
   if (cfg.window < 2 || cfg.window > 32768 || (cfg.window & (cfg.window - 1)))
     throw std::invalid_argument("window must be a power of two in [2, 32768]");
-  if (cfg.req_custom_len > FP_MAX_CUSTOM || cfg.verdict_custom_len > FP_MAX_CUSTOM)
-    throw std::invalid_argument("custom lengths must be <= 16");
+  if (cfg.req_custom_len > kPacketCustomBytes || cfg.verdict_custom_len > kPacketCustomBytes)
+    throw std::invalid_argument("custom lengths must be <= " + std::to_string(kPacketCustomBytes) +
+                                " (the bytes an abstract packet carries)");
   for (size_t e = 0; e < cfg.endpoint_ips.size(); ++e) {
     if (!parse_ip(cfg.endpoint_ips[e], &ip))
       throw std::invalid_argument("endpoint address '" + cfg.endpoint_ips[e] + "' is not IPv4");
@@ -211,8 +212,8 @@ int CommCore::on_request(void* ctx, const fp_emu_token* tok, const fp_request* r
   p.flags = (req->flags & FP_REQ_ECT) ? kFlagEct : 0;
   p.dscp = req->dscp;
   p.priority = req->priority;
-  const uint8_t clen = std::min<uint8_t>(self->cfg_.req_custom_len, 12);
-  uint8_t cb[12] = {};
+  const uint8_t clen = self->cfg_.req_custom_len;  // <= kPacketCustomBytes (checked at construction)
+  uint8_t cb[kPacketCustomBytes] = {};
   std::memcpy(cb, req->custom, clen);
   for (int w = 0; w < 3; ++w) p.custom[w] = rd32(cb + 4 * w);  // big-endian words (protocol §4.6)
   if (!self->traffic_.submit(p)) {
@@ -318,9 +319,9 @@ void CommCore::handle_verdict(const LiveVerdict& v, uint64_t now) {
   }
   fv.flow = v.pkt.flow;
   fv.id = v.pkt.seq;
-  uint8_t cb[12];
+  uint8_t cb[kPacketCustomBytes];
   for (int w = 0; w < 3; ++w) wr32(cb + 4 * w, v.pkt.custom[w]);
-  std::memcpy(fv.custom, cb, std::min<uint8_t>(cfg_.verdict_custom_len, 12));
+  std::memcpy(fv.custom, cb, cfg_.verdict_custom_len);  // <= kPacketCustomBytes
   if (fp_emu_push_verdict(&conns_[v.pkt.src], &tok, &fv, now) == 0) {
     ++stats_.verdicts_pushed;
     mark_dirty(v.pkt.src);

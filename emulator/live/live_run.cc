@@ -19,6 +19,7 @@
 #include "emulator/live/dpdk_port.h"
 #include "emulator/live/live_stats.h"
 #include "emulator/output/live_records.h"
+#include "emulator/output/output.h"
 #include "emulator/run/setup.h"
 
 namespace flexplane::live {
@@ -39,8 +40,8 @@ struct WireFormat {
 
 WireFormat wire_format(const LiveArgs& a, const RunConfig& c, const std::vector<ResolvedRouter>& resolved) {
   if (a.prio != "auto" && a.prio != "on" && a.prio != "off") throw UsageError("--prio must be auto, on or off");
-  if (a.req_custom > int{FP_MAX_CUSTOM} || a.verdict_custom > int{FP_MAX_CUSTOM})
-    throw UsageError("custom sizes must be <= 16");
+  if (a.req_custom >= 0) check_custom_bytes(a.req_custom, "--req-custom");
+  if (a.verdict_custom >= 0) check_custom_bytes(a.verdict_custom, "--verdict-custom");
   const EndpointContract contract = endpoint_contract(c, resolved);
   WireFormat w;
   w.prio = a.prio == "on" || (a.prio == "auto" && contract.priority != PriorityStamp::kNone);
@@ -189,7 +190,6 @@ int live_impl(const LiveArgs& a) {
   LiveTraffic traffic(c.topology, c.cores, lopt);
   EngineOptions opt = engine_options(c, c.cores);
   opt.clock = Clock::kRealTime;
-  opt.timeslot_ns = c.network.timeslot_ns();
   opt.sleep_when_ahead = c.live.sleep_when_ahead;
   opt.max_lead_ns = c.live.max_lead_us * 1000.0;
   Engine engine(c.topology, std::move(routers), traffic, opt);
@@ -233,7 +233,8 @@ int live_impl(const LiveArgs& a) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 
-  // 5. Outputs.
+  // 5. Outputs: the engine's as in virtual time, and the live run's own.
+  write_engine_outputs(c.output_dir, engine, opt, 0, c.packet_log ? engine.events() : std::vector<PacketEvent>{});
   core.write_counters_csv((dir / "comm_counters.csv").string());
   write_live_summary((dir / "live_summary.yaml").string(), c, engine, core, (mono_ns() - t0) / 1e9);
   if (a.record) {

@@ -8,6 +8,7 @@
 
 #include "emulator/config/endpoint_contract.h"
 #include "emulator/output/output.h"
+#include "emulator/run/setup.h"
 #include "api/version.h"
 
 namespace flexplane {
@@ -60,6 +61,9 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "unfinished_in_flight" << YAML::Value << s.unfinished_in_flight;
   y << YAML::Key << "drops" << YAML::Value << s.drops;
   y << YAML::Key << "marks" << YAML::Value << s.marks;
+  y << YAML::Key << "losses" << YAML::Value << YAML::BeginMap;  // outside any queue: losses.csv
+  for (const auto& k : s.losses.kinds) y << YAML::Key << k.name << YAML::Value << k.packets;
+  y << YAML::EndMap;
   y << YAML::Key << "offered_load" << YAML::Value << wstats.offered_load;
   y << YAML::Key << "router_packet_hops" << YAML::Value << s.router_packet_hops;
   y << YAML::Key << "wall_seconds" << YAML::Value << s.wall_seconds;
@@ -74,26 +78,16 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
 }  // namespace
 
 RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
-  std::vector<ResolvedRouter> resolved(c.router_specs.size());
-  std::vector<std::unique_ptr<Router>> routers;
-  for (size_t i = 0; i < c.router_specs.size(); ++i) routers.push_back(build_router(c.router_specs[i], &resolved[i]));
+  std::vector<ResolvedRouter> resolved;
+  std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
 
-  EndpointStamping stamping;
-  stamping.priority = endpoint_contract(c, resolved).priority;
-  stamping.ect = c.endpoint_ect;
-  stamping.packet_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
+  const EndpointStamping stamping = endpoint_stamping(c, endpoint_contract(c, resolved));
 
   WorkloadStats wstats;
   const FlowList flows = generate_flows(c.workload, c.topology.num_endpoints, &wstats);
   FlowTraffic traffic(flows, c.topology.num_endpoints, stamping);
 
-  EngineOptions opt;
-  opt.cores = c.cores;
-  opt.lookahead = c.lookahead;
-  opt.occupancy_interval = c.occupancy_interval;
-  opt.packet_log = c.packet_log;
-  opt.seed = c.seed;
-  opt.mtu_bytes = c.network.abstract_packet_bytes;
+  const EngineOptions opt = engine_options(c, c.cores);
   Engine engine(c.topology, std::move(routers), traffic, opt);
   std::function<void(const EngineProgress&)> on_progress;
   if (progress) on_progress = [&](const EngineProgress& p) { progress(c, p); };
@@ -127,12 +121,13 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
       for (QueueId q = 0; q < b.queues_per_port(); ++q) s.marks += b.counters(p, q).marked;
   }
 
+  s.losses = losses(engine, traffic.misdelivered());
+
   fs::create_directories(c.output_dir);
   const fs::path dir(c.output_dir);
-  write_flows_csv((dir / "flows.csv").string(), c, traffic, lost);
-  write_counters_csv((dir / "counters.csv").string(), engine);
-  if (c.occupancy_interval) write_occupancy_csv((dir / "occupancy.csv").string(), c, engine);
-  if (c.packet_log) write_packets_csv((dir / "packets.csv").string(), engine, events);
+  write_flows_csv((dir / "flows.csv").string(), c.topology, c.network.timeslot_ns(), c.network.abstract_packet_bytes,
+                  traffic, lost);
+  write_engine_outputs(c.output_dir, engine, opt, traffic.misdelivered(), events);
   write_metadata((dir / "metadata.yaml").string(), c, resolved, stamping.priority, wstats, s);
   return s;
 }

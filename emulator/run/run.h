@@ -8,6 +8,7 @@
 
 #include "emulator/config/config.h"
 #include "emulator/engine/engine.h"
+#include "emulator/output/output.h"
 
 namespace flexplane {
 
@@ -16,8 +17,9 @@ struct RunSummary {
   uint64_t finished = 0;
   uint64_t unfinished_lost = 0;        // a packet was dropped: open loop never resends it
   uint64_t unfinished_in_flight = 0;   // still being sent or queued when the run ended
-  uint64_t drops = 0;
+  uint64_t drops = 0;                  // every drop, in queues and outside them
   uint64_t marks = 0;
+  Losses losses;                       // the drops outside queues, and misdelivered packets, by kind
   uint64_t router_packet_hops = 0;
   Timeslot timeslots = 0;
   double wall_seconds = 0;

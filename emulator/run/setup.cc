@@ -26,6 +26,10 @@ EngineOptions engine_options(const RunConfig& c, uint32_t cores) {
   opt.cores = cores;
   opt.seed = c.seed;
   opt.mtu_bytes = c.network.abstract_packet_bytes;
+  opt.timeslot_ns = c.network.timeslot_ns();
+  opt.lookahead = c.lookahead;
+  opt.occupancy_interval = c.occupancy_interval;
+  opt.packet_log = c.packet_log;
   return opt;
 }
 

@@ -53,7 +53,8 @@ RunConfig pick_run(const std::string& file, const std::string& variant);
 // was built (for metadata and the endpoint contract).
 std::vector<std::unique_ptr<Router>> build_routers(const RunConfig& c, std::vector<ResolvedRouter>* resolved);
 
-// Engine options for replaying live arrivals on `cores` cores.
+// The engine options a config asks for (seed, tick, lookahead, occupancy
+// sampling, packet log), on `cores` cores; live runs add the real-time clock.
 EngineOptions engine_options(const RunConfig& c, uint32_t cores);
 
 }  // namespace flexplane

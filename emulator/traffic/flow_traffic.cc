@@ -6,22 +6,6 @@
 
 namespace flexplane {
 
-PriorityStamp parse_priority_stamp(const std::string& s, const std::string& where) {
-  if (s == "none") return PriorityStamp::kNone;
-  if (s == "flow_size") return PriorityStamp::kFlowSize;
-  if (s == "remaining_size") return PriorityStamp::kRemainingSize;
-  throw ConfigError(where + ": unknown priority stamp '" + s + "' (known: none, flow_size, remaining_size)");
-}
-
-const char* priority_stamp_name(PriorityStamp s) {
-  switch (s) {
-    case PriorityStamp::kNone: return "none";
-    case PriorityStamp::kFlowSize: return "flow_size";
-    case PriorityStamp::kRemainingSize: return "remaining_size";
-  }
-  return "none";
-}
-
 namespace {
 
 class FlowSource final : public TrafficSource {
@@ -69,6 +53,7 @@ class FlowSource final : public TrafficSource {
       p.priority = stamping_.priority == PriorityStamp::kFlowSize        ? f.size_pkts
                    : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - nic.seq
                                                                          : 0;
+      p.custom[0] = stamping_.slack_ns;
       local[n++] = l;
       if (nic.seq == 0) first_sent_[f.id] = now;
       if (++nic.seq == f.size_pkts) {
@@ -114,14 +99,19 @@ class FlowSource final : public TrafficSource {
 
 class FlowSink final : public TrafficSink {
  public:
-  FlowSink(const FlowList& flows, std::vector<FlowState>& states, EventLog* log, uint64_t* stray)
-      : flows_(flows), states_(states), log_(log), stray_(stray) {}
+  FlowSink(const FlowList& flows, std::vector<FlowState>& states, const std::vector<EndpointId>& group,
+           uint32_t num_endpoints, EventLog* log, uint64_t* misdelivered)
+      : flows_(flows), states_(states), here_(num_endpoints, false), log_(log), misdelivered_(misdelivered) {
+    for (EndpointId e : group) here_[e] = true;
+  }
 
   void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
     for (uint32_t i = 0; i < n; ++i) {
       const Packet& p = pkts[i];
-      if (__builtin_expect(p.flow >= states_.size(), 0)) {
-        ++*stray_;
+      if (__builtin_expect(p.flow >= states_.size() || p.dst >= here_.size() || !here_[p.dst] ||
+                               flows_[p.flow].dst != p.dst || states_[p.flow].delivered >= flows_[p.flow].size_pkts,
+                           0)) {
+        ++*misdelivered_;
         continue;
       }
       FlowState& s = states_[p.flow];
@@ -134,8 +124,9 @@ class FlowSink final : public TrafficSink {
  private:
   const FlowList& flows_;
   std::vector<FlowState>& states_;
+  std::vector<bool> here_;  // by endpoint: in this sink's group
   EventLog* log_;
-  uint64_t* stray_;
+  uint64_t* misdelivered_;
 };
 
 }  // namespace
@@ -160,14 +151,14 @@ std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<Endpoi
   return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_, first_sent_);
 }
 
-std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>&, EventLog* log) {
-  stray_storage_.push_back(std::make_unique<uint64_t>(0));
-  return std::make_unique<FlowSink>(flows_, states_, log, stray_storage_.back().get());
+std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>& group, EventLog* log) {
+  misdelivered_.push_back(std::make_unique<uint64_t>(0));
+  return std::make_unique<FlowSink>(flows_, states_, group, num_endpoints_, log, misdelivered_.back().get());
 }
 
-uint64_t FlowTraffic::stray_packets() const {
+uint64_t FlowTraffic::misdelivered() const {
   uint64_t sum = 0;
-  for (const auto& s : stray_storage_) sum += *s;
+  for (const auto& s : misdelivered_) sum += *s;
   return sum;
 }
 

@@ -9,21 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "emulator/workload/flow.h"
+#include "api/endpoint_contract.h"
+#include "api/flow.h"
 #include "emulator/traffic/traffic.h"
 
 namespace flexplane {
-
-// What the source stamps into Packet::priority (see docs/config.md).
-enum class PriorityStamp { kNone, kFlowSize, kRemainingSize };
-PriorityStamp parse_priority_stamp(const std::string& s, const std::string& where);
-const char* priority_stamp_name(PriorityStamp s);
-
-struct EndpointStamping {
-  PriorityStamp priority = PriorityStamp::kNone;
-  bool ect = true;          // mark packets ECN-capable
-  uint16_t packet_bytes = 1500;
-};
 
 // Outcome of one flow, written only by the core of its destination endpoint.
 struct FlowState {
@@ -45,8 +35,10 @@ class FlowTraffic final : public Traffic {
   static constexpr Timeslot kNotSent = ~Timeslot{0};
   const std::vector<Timeslot>& first_sent() const { return first_sent_; }
   bool finished(uint32_t flow) const { return states_[flow].delivered == flows_[flow].size_pkts; }
-  // Packets with a flow id outside the list that reached an endpoint (never expected; counted, not trusted).
-  uint64_t stray_packets() const;
+  // Packets that reached an endpoint where no flow expected them: an unknown
+  // flow id, a destination outside the receiving group, or more packets than
+  // the flow has. Never expected of a correct router; counted, not trusted.
+  uint64_t misdelivered() const;
 
  private:
   const FlowList& flows_;
@@ -54,7 +46,7 @@ class FlowTraffic final : public Traffic {
   EndpointStamping stamping_;
   std::vector<FlowState> states_;
   std::vector<Timeslot> first_sent_;
-  std::vector<std::unique_ptr<uint64_t>> stray_storage_;
+  std::vector<std::unique_ptr<uint64_t>> misdelivered_;  // one counter per sink (each on its own core)
 };
 
 }  // namespace flexplane

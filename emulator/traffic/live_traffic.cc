@@ -50,14 +50,18 @@ class EndpointQueues final : public TrafficSource {
 
 class VerdictSink final : public TrafficSink {
  public:
-  explicit VerdictSink(VerdictOut& out) : out_(out) {}
+  // `log` (may be null): also record deliveries there if it keeps them (run.packet_log).
+  VerdictSink(VerdictOut& out, EventLog* log) : out_(out), log_(log && log->log_deliveries() ? log : nullptr) {}
   void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
-    for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t i = 0; i < n; ++i) {
       out_.put(LiveVerdict{pkts[i], now, pkts[i].ce() ? LiveVerdict::kMark : LiveVerdict::kRelease, Reason::kCount});
+      if (log_) log_->on_deliver(pkts[i], now);
+    }
   }
 
  private:
   VerdictOut& out_;
+  EventLog* log_;
 };
 
 class DropVerdicts final : public EventSink {
@@ -155,8 +159,8 @@ std::unique_ptr<TrafficSource> LiveTraffic::make_source(const std::vector<Endpoi
   return std::make_unique<EndpointQueues>(group, group_of_.size(), options_.endpoint_queue_pkts, g, g.out);
 }
 
-std::unique_ptr<TrafficSink> LiveTraffic::make_sink(const std::vector<EndpointId>& group, EventLog*) {
-  return std::make_unique<VerdictSink>(groups_[group_of_[group.front()]]->out);
+std::unique_ptr<TrafficSink> LiveTraffic::make_sink(const std::vector<EndpointId>& group, EventLog* log) {
+  return std::make_unique<VerdictSink>(groups_[group_of_[group.front()]]->out, log);
 }
 
 EventSink* LiveTraffic::drop_sink(uint32_t core) { return core < drop_sinks_.size() ? drop_sinks_[core].get() : nullptr; }
@@ -194,8 +198,8 @@ std::unique_ptr<TrafficSource> ReplayTraffic::make_source(const std::vector<Endp
   return std::make_unique<EndpointQueues>(group, topology_.num_endpoints, queue_limit_, ref, ref.out);
 }
 
-std::unique_ptr<TrafficSink> ReplayTraffic::make_sink(const std::vector<EndpointId>&, EventLog*) {
-  return std::make_unique<VerdictSink>(groups_.back()->out);  // built right after its source
+std::unique_ptr<TrafficSink> ReplayTraffic::make_sink(const std::vector<EndpointId>&, EventLog* log) {
+  return std::make_unique<VerdictSink>(groups_.back()->out, log);  // built right after its source
 }
 
 EventSink* ReplayTraffic::drop_sink(uint32_t core) {

@@ -19,7 +19,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "emulator/workload/flow.h"
+#include "api/flow.h"
 
 namespace flexplane {
 

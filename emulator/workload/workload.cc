@@ -6,11 +6,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <sstream>
 
 #include "api/params.h"
 #include "emulator/workload/flow_trace.h"
+#include "emulator/workload/traffic_pattern.h"
 
 namespace flexplane {
 
@@ -22,7 +24,7 @@ constexpr uint64_t kStreamTag = 0x574B4C4400000000ull;
 constexpr uint64_t kArrivalStream = kStreamTag | 1;
 constexpr uint64_t kSizeStream = kStreamTag | 2;
 constexpr uint64_t kEndpointStream = kStreamTag | 3;
-constexpr uint64_t kPermutationStream = kStreamTag | 4;
+constexpr uint64_t kPatternStream = kStreamTag | 4;  // the pattern's fixed state (the permutation)
 
 constexpr uint32_t kMaxEndpoints = uint32_t{1} << (8 * sizeof(EndpointId));
 
@@ -39,9 +41,6 @@ struct Choice {
   E value;
 };
 constexpr Choice<WorkloadKind> kKinds[] = {{"poisson", WorkloadKind::kPoisson}, {"trace", WorkloadKind::kTrace}};
-constexpr Choice<TrafficPattern> kPatterns[] = {{"all_to_all", TrafficPattern::kAllToAll},
-                                                {"permutation", TrafficPattern::kPermutation},
-                                                {"incast", TrafficPattern::kIncast}};
 
 // Strict reading of one `key: value` of the workload map.
 class Field {
@@ -98,25 +97,35 @@ const char* to_string(WorkloadKind kind) {
   return "?";
 }
 
-const char* to_string(TrafficPattern pattern) {
-  for (const auto& c : kPatterns)
-    if (c.value == pattern) return c.name;
-  return "?";
-}
-
 WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, const std::string& base_dir) {
   if (!node.IsMap()) throw ConfigError(where + ": expected a mapping of workload settings");
-  static const char* kKeys[] = {"kind",    "pattern", "load", "size_cdf",           "fixed_size_pkts",
-                                "fan_in",  "trace",   "seed", "duration_timeslots", "max_flows"};
+  static const char* kKeys[] = {"kind", "pattern", "load",               "size_cdf", "fixed_size_pkts",
+                                "trace", "seed",    "duration_timeslots", "max_flows"};
   WorkloadSpec spec;
   spec.where = where;
   std::vector<std::string> seen;
   std::string cdf_at, trace_at;
+  // The pattern first: its parameters are keys of this map too.
+  if (const YAML::Node p = node["pattern"]) spec.pattern = Field(where, "pattern", p).text();
+  const ComponentInfo<TrafficPattern>& pattern =
+      Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern ('" + spec.pattern + "')");
+  auto declares = [](const ComponentInfo<TrafficPattern>& info, const std::string& key) {
+    return std::any_of(info.params.begin(), info.params.end(), [&](const ParamDesc& d) { return d.name == key; });
+  };
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
-      std::string known;
+      if (declares(pattern, key)) {  // a parameter of the pattern
+        spec.pattern_params.set(key, Field(where, key, kv.second).text());
+        seen.push_back(key);
+        continue;
+      }
+      std::string patterns, known;
+      for (const auto& [name, info] : Registry<TrafficPattern>::instance().all())
+        if (declares(info, key)) patterns += (patterns.empty() ? "" : ", ") + name;
+      if (!patterns.empty()) throw ConfigError(where + "." + key + ": only applies with pattern: " + patterns);
       for (const char* k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
+      for (const auto& d : pattern.params) known += ", " + d.name;
       throw ConfigError(where + ": unknown key '" + key + "' (known: " + known + ")");
     }
     if (std::find(seen.begin(), seen.end(), key) != seen.end())
@@ -125,8 +134,7 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
     const Field f(where, key, kv.second);
     if (key == "kind") {
       spec.kind = f.choice(kKinds);
-    } else if (key == "pattern") {
-      spec.pattern = f.choice(kPatterns);
+    } else if (key == "pattern") {  // read above
     } else if (key == "load") {
       spec.load = f.get<double>("a number");
       if (!(spec.load > 0 && spec.load <= 1)) f.fail("offered load must be in (0, 1] (fraction of access-link rate)");
@@ -137,9 +145,6 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
     } else if (key == "fixed_size_pkts") {
       spec.fixed_size_pkts = f.get<uint32_t>("a whole number of packets");
       if (spec.fixed_size_pkts == 0) f.fail("must be >= 1 packet");
-    } else if (key == "fan_in") {
-      spec.fan_in = f.get<uint32_t>("a whole number of senders");
-      if (spec.fan_in == 0) f.fail("must be >= 1 sender");
     } else if (key == "trace") {
       if (f.text().empty()) f.fail("expected a file path");
       spec.trace_path = resolve(f.text(), base_dir);
@@ -159,8 +164,9 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
   };
 
   if (spec.kind == WorkloadKind::kTrace) {
-    for (const char* k : {"pattern", "load", "size_cdf", "fixed_size_pkts", "fan_in", "max_flows"})
+    for (const char* k : {"pattern", "load", "size_cdf", "fixed_size_pkts", "max_flows"})
       only_with(k, "kind: poisson (a trace fixes every flow)");
+    for (const auto& [k, v] : spec.pattern_params.entries) only_with(k.c_str(), "kind: poisson (a trace fixes every flow)");
     if (!has("trace")) throw ConfigError(where + ": kind: trace needs `trace: <flow trace CSV>`");
     if (!std::ifstream(spec.trace_path)) throw ConfigError(trace_at + ": cannot open '" + spec.trace_path + "'");
     return spec;
@@ -169,10 +175,10 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
   only_with("trace", "kind: trace");
   if (has("size_cdf") == has("fixed_size_pkts"))
     throw ConfigError(where + ": give exactly one of `size_cdf: <file>` or `fixed_size_pkts: <n>`");
-  if (spec.pattern == TrafficPattern::kIncast) {
-    if (!has("fan_in")) throw ConfigError(where + ": pattern: incast needs `fan_in: <senders per event>`");
-  } else {
-    only_with("fan_in", "pattern: incast");
+  {  // the pattern's parameters: parsed now so that their errors surface at config time
+    ParamValues values = spec.pattern_params;
+    values.where = where;
+    pattern.make(values, nullptr);
   }
   if (has("duration_timeslots") && spec.duration == 0)
     throw ConfigError(where + ".duration_timeslots: must be > 0 ('0')");
@@ -194,11 +200,17 @@ std::vector<std::pair<std::string, std::string>> describe(const WorkloadSpec& sp
     out.emplace_back("duration_timeslots", std::to_string(spec.duration));
     return out;
   }
-  out.emplace_back("pattern", to_string(spec.pattern));
+  out.emplace_back("pattern", spec.pattern);
   out.emplace_back("load", fmt(spec.load));
   if (spec.fixed_size_pkts) out.emplace_back("fixed_size_pkts", std::to_string(spec.fixed_size_pkts));
   else out.emplace_back("size_cdf", spec.size_cdf);
-  if (spec.pattern == TrafficPattern::kIncast) out.emplace_back("fan_in", std::to_string(spec.fan_in));
+  ResolvedParams resolved;
+  if (const auto* info = Registry<TrafficPattern>::instance().find(spec.pattern)) {
+    ParamValues values = spec.pattern_params;
+    values.where = spec.where;
+    info->make(values, &resolved);
+  }
+  for (auto& kv : resolved) out.push_back(kv);
   out.emplace_back("duration_timeslots", std::to_string(spec.duration));
   out.emplace_back("seed", std::to_string(spec.seed));
   out.emplace_back("max_flows", std::to_string(spec.max_flows));
@@ -216,23 +228,6 @@ SizeDistribution size_distribution(const WorkloadSpec& spec) {
   if (spec.size_cdf.empty())
     throw ConfigError(spec.where + ": no flow sizes: give `size_cdf: <file>` or `fixed_size_pkts: <n>`");
   return SizeDistribution::load(spec.size_cdf);
-}
-
-std::vector<EndpointId> random_derangement(uint32_t n, Rng& rng) {
-  if (n < 2 || n > kMaxEndpoints)
-    throw ConfigError("a permutation without fixed points needs 2.." + std::to_string(kMaxEndpoints) +
-                      " endpoints, got " + std::to_string(n));
-  // Rejection: shuffle until no fixed point. A random permutation is a
-  // derangement with probability ~1/e, so ~2.7 shuffles on average, and the
-  // result is uniform over derangements.
-  std::vector<EndpointId> perm(n);
-  while (true) {
-    std::iota(perm.begin(), perm.end(), EndpointId{0});
-    for (uint32_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
-    bool fixed_point = false;
-    for (uint32_t i = 0; i < n && !fixed_point; ++i) fixed_point = perm[i] == i;
-    if (!fixed_point) return perm;
-  }
 }
 
 FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats) {
@@ -257,11 +252,14 @@ FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, Worklo
       throw ConfigError(where + ".duration_timeslots: a poisson workload needs a duration > 0 timeslots");
     if (!(spec.load > 0 && spec.load <= 1))
       throw ConfigError(where + ".load: offered load must be in (0, 1] ('" + fmt(spec.load) + "')");
-    const bool incast = spec.pattern == TrafficPattern::kIncast;
-    const uint32_t flows_per_event = incast ? spec.fan_in : 1;
-    if (incast && (spec.fan_in < 1 || spec.fan_in > num_endpoints - 1))
-      throw ConfigError(where + ".fan_in: incast needs 1 <= fan_in <= num_endpoints - 1 = " +
-                        std::to_string(num_endpoints - 1) + " ('" + std::to_string(spec.fan_in) + "')");
+    ParamValues pattern_values = spec.pattern_params;
+    pattern_values.where = where;
+    const std::unique_ptr<TrafficPattern> pattern =
+        Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern").make(pattern_values, nullptr);
+    Rng pattern_rng(spec.seed, kPatternStream);
+    pattern->prepare(num_endpoints, pattern_rng, where);
+    st.permutation = pattern->fixed_map();
+    const uint32_t flows_per_event = pattern->flows_per_event();
 
     const SizeDistribution sizes = size_distribution(spec);
     st.mean_size_pkts = sizes.mean_pkts();
@@ -276,13 +274,7 @@ FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, Worklo
     Rng arrival_rng(spec.seed, kArrivalStream);
     Rng size_rng(spec.seed, kSizeStream);
     Rng endpoint_rng(spec.seed, kEndpointStream);
-    if (spec.pattern == TrafficPattern::kPermutation) {
-      Rng perm_rng(spec.seed, kPermutationStream);
-      st.permutation = random_derangement(num_endpoints, perm_rng);
-    }
-    // Incast sender choice: partial Fisher-Yates over the non-receivers.
-    std::vector<EndpointId> others;
-    if (incast) others.resize(num_endpoints - 1);
+    std::vector<std::pair<EndpointId, EndpointId>> pairs(flows_per_event);
 
     flows.reserve(static_cast<size_t>(expected_flows * 1.01) + 16);
     auto add = [&](EndpointId src, EndpointId dst, Timeslot start) {
@@ -304,29 +296,8 @@ FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, Worklo
       t += -std::log1p(-arrival_rng.uniform()) / events_per_timeslot;  // Exp(rate); 1-u in (0, 1]
       if (!(t < duration)) break;
       const Timeslot start = std::min(static_cast<Timeslot>(t), spec.duration - 1);
-      switch (spec.pattern) {
-        case TrafficPattern::kAllToAll: {
-          const auto src = static_cast<EndpointId>(endpoint_rng.below(num_endpoints));
-          auto dst = static_cast<EndpointId>(endpoint_rng.below(num_endpoints - 1));
-          if (dst >= src) ++dst;  // uniform over the other endpoints
-          add(src, dst, start);
-          break;
-        }
-        case TrafficPattern::kPermutation: {
-          const auto src = static_cast<EndpointId>(endpoint_rng.below(num_endpoints));
-          add(src, st.permutation[src], start);
-          break;
-        }
-        case TrafficPattern::kIncast: {
-          const auto dst = static_cast<EndpointId>(endpoint_rng.below(num_endpoints));
-          for (uint32_t i = 0; i + 1 < num_endpoints; ++i) others[i] = static_cast<EndpointId>(i < dst ? i : i + 1);
-          for (uint32_t i = 0; i < spec.fan_in; ++i)
-            std::swap(others[i], others[i + endpoint_rng.below(num_endpoints - 1 - i)]);
-          std::sort(others.begin(), others.begin() + spec.fan_in);
-          for (uint32_t i = 0; i < spec.fan_in; ++i) add(others[i], dst, start);
-          break;
-        }
-      }
+      pattern->event(endpoint_rng, pairs.data());
+      for (const auto& [src, dst] : pairs) add(src, dst, start);
     }
   }
 

@@ -14,21 +14,16 @@
 //   every endpoint sends on average `load` packets per timeslot, where one
 //   timeslot is one packet on one link. (Whether the fabric can carry it, e.g.
 //   with oversubscribed uplinks, is the topology's business.)
-// - `pattern` picks the endpoints:
-//     all_to_all   src uniform, dst uniform among the other endpoints;
-//     permutation  a random derangement perm, fixed for the run (seeded); src
-//                  uniform, dst = perm[src] (every endpoint sends to exactly
-//                  one other and receives from exactly one);
-//     incast       events at rate lambda / fan_in; each event picks a receiver
-//                  uniformly and fan_in distinct other senders, each of which
-//                  starts one flow (its own sampled size) to the receiver in
-//                  the same timeslot. The event rate is scaled by 1/fan_in so
-//                  that the average load offered per sender is still `load`;
-//                  the receiver's access link is what gets overloaded.
+// - `pattern` picks the endpoints of each arrival event: a registered traffic
+//   pattern (emulator/workload/traffic_pattern.h; built in: all_to_all,
+//   permutation, incast in traffic_patterns/), whose parameters are further
+//   keys of the workload map. A pattern may start several flows per event
+//   (incast: fan_in); the event rate is then lambda / flows_per_event, so
+//   the load offered per endpoint is still `load`.
 // - Only arrivals with start < duration are generated.
 // - Determinism: the same spec (including seed) and num_endpoints give the same
-//   FlowList on every machine. Arrivals, sizes, endpoints and the permutation
-//   draw from separate Rng streams, so e.g. switching the size CDF keeps the
+//   FlowList on every machine. Arrivals, sizes, endpoints and the pattern's
+//   fixed state (the permutation) draw from separate Rng streams, so e.g. switching the size CDF keeps the
 //   arrival times and endpoint pairs of a run (common random numbers).
 //
 // The FlowList is sorted by (start, id) with ids dense 0..n-1 (emulator/flow.h).
@@ -40,8 +35,9 @@
 #include <vector>
 
 #include "api/packet.h"
+#include "api/params.h"
 #include "api/rng.h"
-#include "emulator/workload/flow.h"
+#include "api/flow.h"
 #include "emulator/workload/size_distribution.h"
 
 namespace YAML {
@@ -52,19 +48,17 @@ class Emitter;
 namespace flexplane {
 
 enum class WorkloadKind { kPoisson, kTrace };
-enum class TrafficPattern { kAllToAll, kPermutation, kIncast };
 
-const char* to_string(WorkloadKind kind);      // "poisson" | "trace"
-const char* to_string(TrafficPattern pattern);  // "all_to_all" | "permutation" | "incast"
+const char* to_string(WorkloadKind kind);  // "poisson" | "trace"
 
 // YAML keys are the names in [brackets]; see parse_workload.
 struct WorkloadSpec {
   WorkloadKind kind = WorkloadKind::kPoisson;           // [kind]
-  TrafficPattern pattern = TrafficPattern::kAllToAll;   // [pattern]
+  std::string pattern = "all_to_all";  // [pattern] a registered traffic pattern
+  ParamValues pattern_params;          //   its parameters (e.g. [fan_in] for incast), as given
   double load = 0.5;              // [load] offered load per endpoint, fraction of its access link, (0, 1]
   std::string size_cdf;           // [size_cdf] CDF file (resolved path); exclusive with fixed_size_pkts
   uint32_t fixed_size_pkts = 0;   // [fixed_size_pkts] every flow this many packets; 0 = use size_cdf
-  uint32_t fan_in = 0;            // [fan_in] incast: senders per event (1 .. num_endpoints-1)
   std::string trace_path;         // [trace] kind trace: flow trace CSV (resolved path)
   Timeslot duration = 0;          // [duration_timeslots] arrivals only at start < duration;
                                   //   poisson: required (> 0); trace: 0 = keep every flow
@@ -81,7 +75,7 @@ struct WorkloadStats {
   uint64_t num_flows = 0;
   uint64_t total_pkts = 0;
   double offered_load = 0;            // measured: total_pkts / (num_endpoints * duration)
-  std::vector<EndpointId> permutation;  // pattern permutation: dst of each src
+  std::vector<EndpointId> permutation;  // the pattern's fixed map, if any (permutation: dst of each src)
 };
 
 // Parses a `workload:` mapping strictly. `where` names the node for errors (e.g.
@@ -104,7 +98,5 @@ SizeDistribution size_distribution(const WorkloadSpec& spec);
 // (prefixed with spec.where) if the spec does not fit num_endpoints.
 FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats = nullptr);
 
-// A uniformly random permutation of 0..n-1 with no fixed point (n >= 2).
-std::vector<EndpointId> random_derangement(uint32_t n, Rng& rng);
 
 }  // namespace flexplane

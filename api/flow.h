@@ -1,5 +1,6 @@
-// A flow as the workload hands it to the engine: src sends size_pkts abstract
-// packets to dst, starting no earlier than `start`.
+// A flow: src sends size_pkts abstract packets to dst, starting no earlier
+// than `start`. Workloads produce flow lists; traffic sources in the engine
+// and the endpoint driver send them.
 #pragma once
 
 #include <cstdint>
