@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/cache_aligned.h"
+#include "api/params.h"
 #include "api/queue_bank.h"
 #include "api/rng.h"
 #include "api/scheme_stats.h"
@@ -52,12 +53,7 @@ class ComponentBase {
 // Cache-line aligned: components of routers on different cores are heap
 // neighbours, and schemes keep per-port state in them.
 template <class P>
-class alignas(kCacheLine) Configured {
- public:
-  using Params = P;
-  const P& params() const { return params_; }
-  void set_params(const P& p) { params_ = p; }
-
+class alignas(kCacheLine) Configured : public WithParams<P> {
  protected:
   QueueBank& bank() { return *env_.bank; }
   const QueueBank& bank() const { return *env_.bank; }
@@ -65,7 +61,6 @@ class alignas(kCacheLine) Configured {
   const RouterShape& shape() const { return env_.shape; }
   const TimeBase& time() const { return env_.time; }
 
-  P params_{};
   ComponentEnv env_{};
 };
 

@@ -1,8 +1,8 @@
 // Named reasons for every drop and ECN mark. The framework counts events per
 // (port, queue, reason); schemes only choose the reason. The last few are the
 // framework's own: packets lost before reaching a queue (no_route,
-// classifier_out_of_range) or between routers (link_collision, no_link),
-// counted per router and written to losses.csv.
+// classifier_out_of_range) or on the way out of a router (link_collision,
+// no_link, misdelivered), counted per router and written to losses.csv.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,7 @@ enum class Reason : uint8_t {
   kClassifierRange,     // the classifier chose a queue the port does not have
   kLinkCollision,       // a router sent a second packet on one port in one timeslot
   kNoLink,              // a router sent on a port with nothing attached
+  kMisdelivered,        // a router sent a packet to an endpoint other than its destination
   kCount
 };
 
@@ -45,6 +46,7 @@ inline const char* reason_name(Reason r) {
     case Reason::kClassifierRange: return "classifier_out_of_range";
     case Reason::kLinkCollision: return "link_collision";
     case Reason::kNoLink: return "no_link";
+    case Reason::kMisdelivered: return "misdelivered";
     case Reason::kCount: break;
   }
   return "unknown";

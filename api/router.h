@@ -3,8 +3,8 @@
 //
 // Most schemes never implement this directly: PatternRouter (api/pattern_router.h)
 // composes route -> classify -> enqueue -> schedule. Schemes that do not fit the
-// pattern (e.g. a shared-buffer switch) implement Router and register with
-// FLEXPLANE_REGISTER_ROUTER.
+// pattern (e.g. a shared-buffer switch) derive from Router and WithParams<P>
+// (api/params.h) and register with FLEXPLANE_REGISTER_ROUTER.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -104,7 +105,8 @@ inline constexpr double kNsPerTick = 1000;
 
 class TestRouter {
  public:
-  TestRouter(uint16_t num_ports, const Components& c, uint64_t seed = 1, uint32_t mtu_bytes = 1500)
+  TestRouter(uint16_t num_ports, const Components& c, uint64_t seed = 1, uint32_t mtu_bytes = 1500,
+             double ns_per_tick = kNsPerTick)
       : routes_(num_ports, 0),
         router_(make_component<ClassifierBase>(c.classifier), make_component<QueueManagerBase>(c.queue_manager),
                 make_component<SchedulerBase>(c.scheduler)) {
@@ -112,7 +114,7 @@ class TestRouter {
     RouterEnv env;
     env.num_ports = num_ports;
     env.mtu_bytes = mtu_bytes;
-    env.time = TimeBase{kNsPerTick, static_cast<double>(mtu_bytes)};
+    env.time = TimeBase{ns_per_tick, static_cast<double>(mtu_bytes)};
     env.routes = &routes_;
     env.sink = &log;
     env.seed = seed;
@@ -173,6 +175,22 @@ class TestRouter {
         all_drops += drops;
       }
     REQUIRE(log.drops.size() == all_drops + router_.losses().total());
+  }
+
+  // The router's scheme statistics for `port`: stat name -> queue -> value.
+  std::map<std::string, std::map<QueueId, double>> stats(PortId port) const {
+    const std::vector<StatDesc> descs = router_.stat_descs();
+    struct Collect final : StatsOut {
+      const std::vector<StatDesc>& d;
+      std::map<std::string, std::map<QueueId, double>> out;
+      explicit Collect(const std::vector<StatDesc>& descs) : d(descs) {}
+      void put(unsigned stat, QueueId q, double v) override {
+        REQUIRE(stat < d.size());
+        out[d[stat].name][d[stat].scope == StatDesc::kPerQueue ? q : QueueId{0}] = v;
+      }
+    } c(descs);
+    router_.sample_stats(port, c);
+    return c.out;
   }
 
   DropLog log;

@@ -222,7 +222,8 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   cache_vector<Packet> batch, sent;
   cache_vector<PortId> sent_ports;
   bool has_stats = false;   // the router exports scheme statistics
-  RouterLosses link_losses;  // packets it sent that no link took (kNoLink, kLinkCollision)
+  RouterLosses link_losses;  // packets it sent that no link took (kNoLink, kLinkCollision, kMisdelivered)
+  cache_vector<EndpointId> endpoint_at;  // per port: the endpoint it leads to (PortKind::kEndpoint)
 
   void step(Timeslot now) override {
     // Arrivals: the rack's endpoints (lower ports), then other routers.
@@ -282,6 +283,10 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
         used[p >> 6] |= 1ull << (p & 63);
       }
       if (__builtin_expect(kind[p] == PortKind::kEndpoint, 1)) {
+        if (!trusted && __builtin_expect(endpoint_at[p] != pkts[i].dst, 0)) {
+          lose(now, pkts[i], p, Reason::kMisdelivered);  // not the endpoint it is for
+          continue;
+        }
         if (to_rack != i) pkts[to_rack] = pkts[i];
         ++to_rack;
       } else if (kind[p] == PortKind::kRouter) {
@@ -389,6 +394,7 @@ void Engine::build(Traffic& traffic) {
     node->trusted = routers_[r]->one_packet_per_port();
     node->out.assign(spec.num_ports, nullptr);
     node->kind.assign(spec.num_ports, PortKind::kNone);
+    node->endpoint_at.assign(spec.num_ports, EndpointId{0});
     node->used.assign((spec.num_ports + 63) / 64, 0);
     node->batch.resize(spec.num_ports);
     node->sent.resize(spec.num_ports);
@@ -456,6 +462,7 @@ void Engine::build(Traffic& traffic) {
         throw ConfigError("engine: router " + std::to_string(r) + " port " + std::to_string(port) +
                           " is connected twice");
       rnodes[r]->kind[port] = PortKind::kEndpoint;
+      rnodes[r]->endpoint_at[port] = group[i];
       last_port = port;
     }
     for (const auto& [port, link] : in_links[r])

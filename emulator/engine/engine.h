@@ -127,8 +127,10 @@ class Engine {
   // "router packet-hops" of the benchmarks).
   uint64_t router_packet_hops() const;
   // Packets routers sent that no link took: a second packet on a port in one
-  // timeslot (link_collision) or a port with nothing attached (no_link);
-  // each was also reported as a drop. Summed, and per router by reason.
+  // timeslot (link_collision), a port with nothing attached (no_link), an
+  // endpoint other than the packet's destination (misdelivered; checked for
+  // routers that do not vouch for one_packet_per_port); each was also
+  // reported as a drop. Summed, and per router by reason.
   uint64_t link_collisions() const;
   const RouterLosses& link_losses(uint32_t router) const;
 

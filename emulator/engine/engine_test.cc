@@ -84,6 +84,15 @@ struct RunOutput {
   std::vector<CoreSyncStats> sync;
 };
 
+// Queue manager parameters that give every scheme drops in these short runs (a timeslot is
+// 1.2 us: CoDel's target is 2 timeslots, its interval 10).
+std::vector<std::pair<std::string, std::string>> small_buffers(const std::string& scheme) {
+  if (scheme == "codel") return {{"capacity_pkts", "16"}, {"target_us", "2.4"}, {"interval_ms", "0.012"}};
+  if (scheme == "fq_codel") return {{"limit_pkts", "32"}, {"target_us", "2.4"}, {"interval_ms", "0.012"}};
+  if (scheme == "pie") return {{"capacity_pkts", "16"}, {"target_us", "6"}, {"tupdate_ms", "0.006"}, {"max_burst_ms", "0"}};
+  return {{"capacity_pkts", "16"}};
+}
+
 struct LeafSpineRun {
   std::string scheme = "droptail";
   uint32_t cores = 1;
@@ -106,7 +115,7 @@ RunOutput run_leaf_spine(const LeafSpineRun& run) {
   opt.packet_log = true;
   opt.occupancy_interval = 50;
   opt.seed = run.seed;
-  Engine engine(topo, routers_for(topo, run.scheme, {{"capacity_pkts", "16"}}), traffic, opt);
+  Engine engine(topo, routers_for(topo, run.scheme, small_buffers(run.scheme)), traffic, opt);
   engine.run(6000);
   RunOutput out{engine.events(), engine.occupancy(), traffic.states(), {}, engine.sync_stats()};
   for (uint32_t r = 0; r < engine.num_routers(); ++r) {
@@ -166,8 +175,9 @@ TEST_CASE("trace replay: two flows into one port give the hand-derived per-packe
 }
 
 TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][determinism]") {
-  // DropTail, and pFabric (which evicts queued packets and reads priorities).
-  for (const std::string s : {"droptail", "pfabric"}) {
+  // DropTail, pFabric (which evicts queued packets and reads priorities), CoDel and FQ-CoDel
+  // (which drop at dequeue, by enqueue times).
+  for (const std::string s : {"droptail", "pfabric", "codel", "fq_codel"}) {
     LeafSpineRun run;
     run.scheme = s;
     const RunOutput one = run_leaf_spine(run);
@@ -266,12 +276,14 @@ TEST_CASE("timing timeslots counts every timeslot of every core and changes no r
 }
 
 TEST_CASE("every packet sent is delivered, dropped, or still in the network", "[engine]") {
+  for (const std::string scheme : {"droptail", "codel", "fq_codel", "pie"}) {
+  INFO("scheme " << scheme);
   Topology topo = make_leaf_spine(2, 6, 2, 1, 2);
   FlowList flows = random_flows(topo.num_endpoints, 300, 2000, 3);
   FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
   EngineOptions opt;
   opt.cores = 2;
-  Engine engine(topo, routers_for(topo, "droptail", {{"capacity_pkts", "8"}}), traffic, opt);
+  Engine engine(topo, routers_for(topo, scheme, small_buffers(scheme)), traffic, opt);
   engine.run(200000);  // long enough for every flow to be sent and the network to drain
   uint64_t offered = 0, delivered_pkts = 0;
   for (const auto& f : flows) offered += f.size_pkts;
@@ -281,21 +293,26 @@ TEST_CASE("every packet sent is delivered, dropped, or still in the network", "[
   for (const auto& e : events) REQUIRE(e.kind == PacketEvent::kDropped);
   REQUIRE(drops > 0);
   REQUIRE(offered == delivered_pkts + drops);
-  uint64_t backlog = 0;
+  uint64_t backlog = 0, at_dequeue = 0;
   for (uint32_t r = 0; r < engine.num_routers(); ++r) {
     const QueueBank& b = engine.router(r).bank();
     for (PortId p = 0; p < b.num_ports(); ++p) {
       backlog += b.port_packets(p);
-      const auto& c = b.counters(p, 0);
-      REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
-      REQUIRE(c.enqueued == c.dequeued + c.dropped_at_dequeue + c.evicted + b.packets(p, 0));
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) {
+        const auto& c = b.counters(p, q);
+        REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
+        REQUIRE(c.enqueued == c.dequeued + c.dropped_at_dequeue + c.evicted + b.packets(p, q));
+        at_dequeue += c.dropped_at_dequeue;
+      }
     }
   }
   REQUIRE(backlog == 0);
+  if (scheme == "codel" || scheme == "fq_codel") REQUIRE(at_dequeue > 0);
   REQUIRE(engine.link_collisions() == 0);
   for (size_t i = 0; i < flows.size(); ++i) {
     const bool lost = std::any_of(events.begin(), events.end(), [&](const PacketEvent& e) { return e.flow == i; });
     REQUIRE(traffic.finished(static_cast<uint32_t>(i)) == !lost);
+  }
   }
 }
 

@@ -40,17 +40,28 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
     const FlowSpec& f = flows[i];
     const FlowState& s = states[i];
     const bool done = s.delivered == f.size_pkts;
-    // Ideal: the flow alone on an idle network = its packets back to back plus path latency.
-    const double ideal = (f.size_pkts + topology.path_latency(f.src, f.dst, f.id)) * ts_us;
+    // Ideal: the flow alone on an idle network = its packets back to back plus path latency
+    // (no path: no ideal, the cells stay empty).
+    Topology::Path path;
+    const bool reachable = topology.find_path(f.src, f.dst, f.id, &path);
+    const double ideal = (f.size_pkts + path.latency) * ts_us;
+    auto opt = [&](double v, const char* fmt) {
+      if (reachable) std::fprintf(out.f, fmt, v);
+    };
     std::fprintf(out.f, "%u,%u,%u,%u,%llu,%llu,", f.id, f.src, f.dst, f.size_pkts,
                  static_cast<unsigned long long>(f.size_pkts) * packet_bytes,
                  static_cast<unsigned long long>(f.start));
     if (done) {
       const double fct = (s.finish - f.start + 1) * ts_us;
-      std::fprintf(out.f, "%llu,%.4f,%.4f,%.4f,%.6f,1,", static_cast<unsigned long long>(s.finish), f.start * ts_us,
-                   fct, ideal, fct / ideal);
+      std::fprintf(out.f, "%llu,%.4f,%.4f,", static_cast<unsigned long long>(s.finish), f.start * ts_us, fct);
+      opt(ideal, "%.4f");
+      std::fprintf(out.f, ",");
+      opt(fct / ideal, "%.6f");
+      std::fprintf(out.f, ",1,");
     } else {
-      std::fprintf(out.f, ",%.4f,,%.4f,,0,", f.start * ts_us, ideal);
+      std::fprintf(out.f, ",%.4f,,", f.start * ts_us);
+      opt(ideal, "%.4f");
+      std::fprintf(out.f, ",,0,");
     }
     std::fprintf(out.f, "%u,%u,%u,", s.delivered, s.marked, lost_per_flow[i]);
     // In-network view: from the first packet leaving the source NIC, so the
@@ -62,7 +73,9 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
       std::fprintf(out.f, "%llu,,\n", static_cast<unsigned long long>(sent));
     else {
       const double net = (s.finish - sent + 1) * ts_us;
-      std::fprintf(out.f, "%llu,%.4f,%.6f\n", static_cast<unsigned long long>(sent), net, net / ideal);
+      std::fprintf(out.f, "%llu,%.4f,", static_cast<unsigned long long>(sent), net);
+      opt(net / ideal, "%.6f");
+      std::fprintf(out.f, "\n");
     }
   }
 }
@@ -122,7 +135,7 @@ void write_scheme_stats_csv(const std::string& path, double timeslot_ns, const E
 namespace {
 // The losses outside queues, in losses.csv order.
 constexpr Reason kRouterLosses[] = {Reason::kNoRoute, Reason::kClassifierRange};
-constexpr Reason kLinkLosses[] = {Reason::kLinkCollision, Reason::kNoLink};
+constexpr Reason kLinkLosses[] = {Reason::kLinkCollision, Reason::kNoLink, Reason::kMisdelivered};
 }  // namespace
 
 uint64_t Losses::total() const {
@@ -131,7 +144,7 @@ uint64_t Losses::total() const {
   return n;
 }
 
-Losses losses(const Engine& engine, uint64_t misdelivered) {
+Losses losses(const Engine& engine, uint64_t unexpected) {
   Losses out;
   for (Reason r : kRouterLosses) {
     uint64_t n = 0;
@@ -143,11 +156,11 @@ Losses losses(const Engine& engine, uint64_t misdelivered) {
     for (uint32_t i = 0; i < engine.num_routers(); ++i) n += engine.link_losses(i).by_reason[static_cast<unsigned>(r)];
     out.kinds.push_back({reason_name(r), n});
   }
-  out.kinds.push_back({"misdelivered", misdelivered});
+  out.kinds.push_back({"unexpected_arrivals", unexpected});
   return out;
 }
 
-void write_losses_csv(const std::string& path, const Engine& engine, uint64_t misdelivered) {
+void write_losses_csv(const std::string& path, const Engine& engine, uint64_t unexpected) {
   File out(path);
   std::fprintf(out.f, "where,kind,packets\n");
   for (uint32_t i = 0; i < engine.num_routers(); ++i) {
@@ -159,7 +172,7 @@ void write_losses_csv(const std::string& path, const Engine& engine, uint64_t mi
       std::fprintf(out.f, "%s,%s,%llu\n", name, reason_name(r),
                    (unsigned long long)engine.link_losses(i).by_reason[static_cast<unsigned>(r)]);
   }
-  std::fprintf(out.f, "endpoints,misdelivered,%llu\n", (unsigned long long)misdelivered);
+  std::fprintf(out.f, "endpoints,unexpected_arrivals,%llu\n", (unsigned long long)unexpected);
 }
 
 void write_packets_csv(const std::string& path, const Engine& engine, const std::vector<PacketEvent>& events) {
@@ -176,10 +189,10 @@ void write_packets_csv(const std::string& path, const Engine& engine, const std:
 }
 
 void write_engine_outputs(const std::string& dir, const Engine& engine, const EngineOptions& options,
-                          uint64_t misdelivered, const std::vector<PacketEvent>& events) {
+                          uint64_t unexpected, const std::vector<PacketEvent>& events) {
   const std::filesystem::path d(dir);
   write_counters_csv((d / "counters.csv").string(), engine);
-  write_losses_csv((d / "losses.csv").string(), engine, misdelivered);
+  write_losses_csv((d / "losses.csv").string(), engine, unexpected);
   if (options.occupancy_interval) {
     write_occupancy_csv((d / "occupancy.csv").string(), options.timeslot_ns, engine);
     bool stats = false;

@@ -27,18 +27,19 @@ struct Losses {
     const char* name;
     uint64_t packets;
   };
-  std::vector<Kind> kinds;  // no_route, classifier_out_of_range, link_collision, no_link, misdelivered
+  // no_route, classifier_out_of_range, link_collision, no_link, misdelivered, unexpected_arrivals
+  std::vector<Kind> kinds;
   uint64_t total() const;
 };
-// `misdelivered`: packets that reached an endpoint no flow expected them at
-// (FlowTraffic::misdelivered(); 0 where there are no flows).
-Losses losses(const Engine& engine, uint64_t misdelivered);
-void write_losses_csv(const std::string& path, const Engine& engine, uint64_t misdelivered);
+// `unexpected`: packets that reached an endpoint where no flow expected them
+// (FlowTraffic::unexpected_arrivals(); 0 where there are no flows).
+Losses losses(const Engine& engine, uint64_t unexpected);
+void write_losses_csv(const std::string& path, const Engine& engine, uint64_t unexpected);
 
 // What every run writes from its engine into `dir`: counters.csv, losses.csv,
 // and, when the options asked for them, occupancy.csv and scheme_stats.csv
 // (occupancy_interval) and packets.csv (packet_log, from `events`).
 void write_engine_outputs(const std::string& dir, const Engine& engine, const EngineOptions& options,
-                          uint64_t misdelivered, const std::vector<PacketEvent>& events);
+                          uint64_t unexpected, const std::vector<PacketEvent>& events);
 
 }  // namespace flexplane

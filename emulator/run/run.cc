@@ -121,13 +121,13 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
       for (QueueId q = 0; q < b.queues_per_port(); ++q) s.marks += b.counters(p, q).marked;
   }
 
-  s.losses = losses(engine, traffic.misdelivered());
+  s.losses = losses(engine, traffic.unexpected_arrivals());
 
   fs::create_directories(c.output_dir);
   const fs::path dir(c.output_dir);
   write_flows_csv((dir / "flows.csv").string(), c.topology, c.network.timeslot_ns(), c.network.abstract_packet_bytes,
                   traffic, lost);
-  write_engine_outputs(c.output_dir, engine, opt, traffic.misdelivered(), events);
+  write_engine_outputs(c.output_dir, engine, opt, traffic.unexpected_arrivals(), events);
   write_metadata((dir / "metadata.yaml").string(), c, resolved, stamping.priority, wstats, s);
   return s;
 }

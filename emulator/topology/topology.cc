@@ -15,11 +15,20 @@ void Topology::index_links() {
 }
 
 Topology::Path Topology::path(EndpointId src, EndpointId dst, uint32_t flow) const {
-  auto fail = [&](const std::string& why) {
+  Path p;
+  std::string why;
+  if (!find_path(src, dst, flow, &p, &why))
     throw std::runtime_error("topology: no path from endpoint " + std::to_string(src) + " to " + std::to_string(dst) +
                              ": " + why);
+  return p;
+}
+
+bool Topology::find_path(EndpointId src, EndpointId dst, uint32_t flow, Path* out, std::string* why) const {
+  auto fail = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return false;
   };
-  if (src >= num_endpoints || dst >= num_endpoints) fail("no such endpoint");
+  if (src >= num_endpoints || dst >= num_endpoints) return fail("no such endpoint");
   Packet p{};
   p.flow = flow;
   p.src = src;
@@ -28,11 +37,12 @@ Topology::Path Topology::path(EndpointId src, EndpointId dst, uint32_t flow) con
   uint32_t r = endpoint_port[src].router;
   for (size_t hop = 0; hop <= routers.size(); ++hop) {
     const PortId port = routers[r].routes.route(p);
-    if (port == kNoRoute) fail("router " + routers[r].name + " has no route");
+    if (port == kNoRoute) return fail("router " + routers[r].name + " has no route");
     if (endpoint_port[dst].router == r && endpoint_port[dst].port == port) {
       path.links += 1;
       path.latency += endpoint_latency_timeslots;
-      return path;
+      *out = path;
+      return true;
     }
     int32_t link = -1;
     if (r < link_at_.size() && port < link_at_[r].size()) {
@@ -43,14 +53,13 @@ Topology::Path Topology::path(EndpointId src, EndpointId dst, uint32_t flow) con
             (router_links[i].b.router == r && router_links[i].b.port == port))
           link = static_cast<int32_t>(i);
     }
-    if (link < 0) fail("router " + routers[r].name + " port " + std::to_string(port) + " leads nowhere");
+    if (link < 0) return fail("router " + routers[r].name + " port " + std::to_string(port) + " leads nowhere");
     const RouterLink& l = router_links[link];
     path.links += 1;
     path.latency += l.latency_timeslots;
     r = l.a.router == r && l.a.port == port ? l.b.router : l.a.router;
   }
-  fail("the routing tables loop");
-  return path;
+  return fail("the routing tables loop");
 }
 
 std::vector<EndpointId> Topology::endpoints_of(uint32_t router) const {

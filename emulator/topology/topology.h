@@ -56,6 +56,8 @@ struct Topology {
     uint32_t latency = 0;
   };
   Path path(EndpointId src, EndpointId dst, uint32_t flow = 0) const;
+  // The same, or false (and `why`) where path() would throw.
+  bool find_path(EndpointId src, EndpointId dst, uint32_t flow, Path* out, std::string* why = nullptr) const;
   uint32_t path_latency(EndpointId src, EndpointId dst, uint32_t flow = 0) const { return path(src, dst, flow).latency; }
   // Endpoints attached to `router`, in increasing id order.
   std::vector<EndpointId> endpoints_of(uint32_t router) const;
@@ -82,15 +84,7 @@ class TopologyKind {
 
 // A topology kind: a Params struct (api/params.h) and build().
 template <class P>
-class TopologyKindOf : public TopologyKind {
- public:
-  using Params = P;
-  const P& params() const { return params_; }
-  void set_params(const P& p) { params_ = p; }
-
- private:
-  P params_{};
-};
+class TopologyKindOf : public TopologyKind, public WithParams<P> {};
 
 template <> struct KindName<TopologyKind> { static const char* get() { return "topology kind"; } };
 

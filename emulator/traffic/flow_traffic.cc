@@ -100,8 +100,8 @@ class FlowSource final : public TrafficSource {
 class FlowSink final : public TrafficSink {
  public:
   FlowSink(const FlowList& flows, std::vector<FlowState>& states, const std::vector<EndpointId>& group,
-           uint32_t num_endpoints, EventLog* log, uint64_t* misdelivered)
-      : flows_(flows), states_(states), here_(num_endpoints, false), log_(log), misdelivered_(misdelivered) {
+           uint32_t num_endpoints, EventLog* log, uint64_t* unexpected)
+      : flows_(flows), states_(states), here_(num_endpoints, false), log_(log), unexpected_(unexpected) {
     for (EndpointId e : group) here_[e] = true;
   }
 
@@ -111,7 +111,7 @@ class FlowSink final : public TrafficSink {
       if (__builtin_expect(p.flow >= states_.size() || p.dst >= here_.size() || !here_[p.dst] ||
                                flows_[p.flow].dst != p.dst || states_[p.flow].delivered >= flows_[p.flow].size_pkts,
                            0)) {
-        ++*misdelivered_;
+        ++*unexpected_;
         continue;
       }
       FlowState& s = states_[p.flow];
@@ -126,7 +126,7 @@ class FlowSink final : public TrafficSink {
   std::vector<FlowState>& states_;
   std::vector<bool> here_;  // by endpoint: in this sink's group
   EventLog* log_;
-  uint64_t* misdelivered_;
+  uint64_t* unexpected_;
 };
 
 }  // namespace
@@ -152,13 +152,13 @@ std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<Endpoi
 }
 
 std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>& group, EventLog* log) {
-  misdelivered_.push_back(std::make_unique<uint64_t>(0));
-  return std::make_unique<FlowSink>(flows_, states_, group, num_endpoints_, log, misdelivered_.back().get());
+  unexpected_.push_back(std::make_unique<uint64_t>(0));
+  return std::make_unique<FlowSink>(flows_, states_, group, num_endpoints_, log, unexpected_.back().get());
 }
 
-uint64_t FlowTraffic::misdelivered() const {
+uint64_t FlowTraffic::unexpected_arrivals() const {
   uint64_t sum = 0;
-  for (const auto& s : misdelivered_) sum += *s;
+  for (const auto& s : unexpected_) sum += *s;
   return sum;
 }
 

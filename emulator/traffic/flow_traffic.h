@@ -38,7 +38,7 @@ class FlowTraffic final : public Traffic {
   // Packets that reached an endpoint where no flow expected them: an unknown
   // flow id, a destination outside the receiving group, or more packets than
   // the flow has. Never expected of a correct router; counted, not trusted.
-  uint64_t misdelivered() const;
+  uint64_t unexpected_arrivals() const;
 
  private:
   const FlowList& flows_;
@@ -46,7 +46,7 @@ class FlowTraffic final : public Traffic {
   EndpointStamping stamping_;
   std::vector<FlowState> states_;
   std::vector<Timeslot> first_sent_;
-  std::vector<std::unique_ptr<uint64_t>> misdelivered_;  // one counter per sink (each on its own core)
+  std::vector<std::unique_ptr<uint64_t>> unexpected_;  // one counter per sink (each on its own core)
 };
 
 }  // namespace flexplane

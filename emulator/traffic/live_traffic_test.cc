@@ -155,3 +155,45 @@ TEST_CASE("real-time runs are paced by the wall clock and match virtual time", "
   REQUIRE(real.size() == virt.size());
   for (size_t i = 0; i < virt.size(); ++i) REQUIRE(same(real[i], virt[i]));
 }
+
+TEST_CASE("live traffic: packets dropped at dequeue get exactly one DROP verdict each", "[engine][live]") {
+  // Three endpoints send 200 requests each to a fourth through one ToR port under CoDel (target
+  // 2 timeslots, interval 10): the queue stands long, so CoDel drops heads at dequeue. Every
+  // request still gets exactly one verdict, and the drops carry CoDel's reason.
+  const Topology topo = make_single_rack(4, 1);
+  LiveTraffic live(topo, 1);
+  std::vector<std::unique_ptr<Router>> routers;
+  RouterSpec spec;
+  spec.where = "test";
+  spec.scheme = "codel";
+  spec.queue_manager.params.set("target_us", "2.4");
+  spec.queue_manager.params.set("interval_ms", "0.012");
+  routers.push_back(build_router(spec));
+  Engine engine(topo, std::move(routers), live, EngineOptions{});  // virtual time, 1.2 us timeslots
+  std::map<std::pair<uint32_t, uint32_t>, int> verdicts;
+  for (EndpointId src = 0; src < 3; ++src)
+    for (uint32_t i = 0; i < 200; ++i) {
+      Packet p{};
+      p.src = src;
+      p.dst = 3;
+      p.flow = src;
+      p.seq = i;
+      p.size_bytes = 1500;
+      REQUIRE(live.submit(p));
+      verdicts[{p.flow, p.seq}] = 0;
+    }
+  engine.run(2000);  // long enough for all 600 to leave the port
+  std::vector<LiveVerdict> got(1024);
+  got.resize(live.collect(got.data(), got.size()));
+  REQUIRE(got.size() == 600);
+  std::map<LiveVerdict::Action, int> by_action;
+  for (const auto& v : got) {
+    REQUIRE(++verdicts[{v.pkt.flow, v.pkt.seq}] == 1);
+    ++by_action[v.action];
+    if (v.action == LiveVerdict::kDrop) REQUIRE(v.reason == Reason::kSojournTime);
+  }
+  const QueueCounters& c = engine.router(0).bank().counters(3, 0);
+  REQUIRE(c.dropped_at_dequeue > 0);
+  REQUIRE(by_action[LiveVerdict::kDrop] == static_cast<int>(c.dropped_at_dequeue));
+  REQUIRE(by_action[LiveVerdict::kRelease] == static_cast<int>(c.dequeued));
+}

@@ -40,15 +40,7 @@ class TrafficPattern {
 
 // A pattern with parameters `P` (api/params.h).
 template <class P>
-class TrafficPatternOf : public TrafficPattern {
- public:
-  using Params = P;
-  const P& params() const { return params_; }
-  void set_params(const P& p) { params_ = p; }
-
- private:
-  P params_{};
-};
+class TrafficPatternOf : public TrafficPattern, public WithParams<P> {};
 
 template <> struct KindName<TrafficPattern> { static const char* get() { return "traffic pattern"; } };
 
