@@ -19,6 +19,8 @@
 #include "emulator/live/live_run.h"
 #include "emulator/run/replay.h"
 #include "emulator/run/run.h"
+#include "emulator/topology/topology.h"
+#include "emulator/workload/traffic_pattern.h"
 #include "api/version.h"
 
 using namespace flexplane;
@@ -42,6 +44,13 @@ void print_summary(const RunConfig& c, const RunSummary& s) {
               (unsigned long long)s.drops, (unsigned long long)s.marks, emulated_ms, s.wall_seconds,
               s.router_packet_hops / std::max(1e-9, s.wall_seconds) / 1e6, s.output_dir.c_str());
   std::fflush(stdout);
+  // Losses outside any queue are never expected of the built-in schemes: say so loudly.
+  std::string losses;
+  for (const auto& k : s.losses.kinds)
+    if (k.packets) losses += (losses.empty() ? "" : ", ") + std::string(k.name) + " " + std::to_string(k.packets);
+  if (!losses.empty())
+    std::fprintf(stderr, "warning: %s: packets lost outside any queue: %s (losses.csv)\n",
+                 c.variant.empty() ? "run" : c.variant.c_str(), losses.c_str());
 }
 
 template <class Base>
@@ -65,6 +74,8 @@ void list_all() {
   list_components<QueueManagerBase>("Queue managers");
   list_components<SchedulerBase>("Schedulers");
   if (!Registry<Router>::instance().all().empty()) list_components<Router>("Generic routers");
+  list_components<TopologyKind>("Topology kinds (topology.kind)");
+  list_components<TrafficPattern>("Traffic patterns (workload.pattern; parameters are workload keys)");
 }
 
 }  // namespace
