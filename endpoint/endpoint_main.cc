@@ -24,7 +24,7 @@
 #include "emulator/router_factory.h"
 #include "emulator/version.h"
 #include "emulator/workload.h"
-#include "endpoint/endpoint_driver.h"
+#include "endpoint/flow_driver.h"
 
 using namespace flexplane;
 using namespace flexplane::endpoint;
@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
       if (f.src == id) mine.push_back(f);
     const EndpointContract contract = endpoint_contract(c);  // from the scheme registry, as the emulator does
     o.stamping.priority = contract.priority;
-    o.req_custom_len = contract.request_custom_bytes;
-    o.verdict_custom_len = contract.verdict_custom_bytes;
+    o.session.req_custom_len = contract.request_custom_bytes;
+    o.session.verdict_custom_len = contract.verdict_custom_bytes;
     o.stamping.ect = c.endpoint_ect;
     o.stamping.packet_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
   } catch (const std::exception& e) {
@@ -127,14 +127,14 @@ int main(int argc, char** argv) {
 
   o.id = id;
   o.timeslot_ns = c.network.timeslot_ns();
-  o.features = o.stamping.priority != PriorityStamp::kNone ? FP_FEAT_PRIO : 0;
-  o.window = static_cast<uint16_t>(window);
-  o.rto_ns = static_cast<uint64_t>(rto_us * 1000);
-  o.drop_tx = drop_tx;
-  o.drop_rx = drop_rx;
-  o.seed = seed;
+  o.session.features = o.stamping.priority != PriorityStamp::kNone ? FP_FEAT_PRIO : 0;
+  o.session.window = static_cast<uint16_t>(window);
+  o.session.rto_ns = static_cast<uint64_t>(rto_us * 1000);
+  o.session.drop_tx = drop_tx;
+  o.session.drop_rx = drop_rx;
+  o.session.seed = seed;
+  o.session.quiet = quiet;
   o.busy_poll = busy;
-  o.quiet = quiet;
   o.start_at_real_ns = start_at;
   o.limit_ns = static_cast<uint64_t>(duration_s * 1e9);
   const std::string emu_text = emulator.empty() ? c.live.emulator_ip : emulator;
@@ -171,13 +171,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   const DriverCounters k = d.counters();
+  const SessionCounters sc = d.session_counters();
   if (!quiet)
     std::printf("endpoint %u: flows %zu, requests %llu, verdicts %llu (release %llu, mark %llu, drop %llu); "
                 "retransmitted %llu, sessions %llu, resets %llu -> %s\n",
                 id, mine.size(), (unsigned long long)d.total_requests(), (unsigned long long)d.verdicts(),
                 (unsigned long long)k.verdicts_release, (unsigned long long)k.verdicts_mark,
-                (unsigned long long)k.verdicts_drop, (unsigned long long)k.proto.requests_resent,
-                (unsigned long long)k.proto.sessions, (unsigned long long)k.proto.resets, out_dir.c_str());
+                (unsigned long long)k.verdicts_drop, (unsigned long long)sc.proto.requests_resent,
+                (unsigned long long)sc.proto.sessions, (unsigned long long)sc.proto.resets, out_dir.c_str());
   if (res.status != DriverStatus::kDone) {
     std::fprintf(stderr, "flexplane-endpoint %u: %s\n", id, res.message.c_str());
     return 1;
