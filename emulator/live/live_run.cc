@@ -25,6 +25,7 @@
 #include "emulator/flow_traffic.h"
 #include "emulator/live/comm_core.h"
 #include "emulator/live/dpdk_launcher.h"
+#include "emulator/output.h"
 #include "emulator/router_factory.h"
 
 namespace flexplane::live {
@@ -202,6 +203,7 @@ int live_impl(const LiveArgs& a) {
   opt.timeslot_ns = c.network.timeslot_ns();
   opt.sleep_when_ahead = c.live.sleep_when_ahead;
   opt.max_lead_ns = c.live.max_lead_us * 1000.0;
+  opt.occupancy_interval = c.occupancy_interval;  // run.occupancy_interval_us, as in a virtual-time run
   Engine engine(c.topology, std::move(routers), traffic, opt);
 
   CommCoreConfig cc;
@@ -369,6 +371,8 @@ int live_impl(const LiveArgs& a) {
 
   // 5. Outputs.
   core.write_counters_csv((dir / "comm_counters.csv").string());
+  write_counters_csv((dir / "counters.csv").string(), engine);  // per port x queue, as in a virtual-time run
+  if (c.occupancy_interval) write_occupancy_csv((dir / "occupancy.csv").string(), c, engine);
   {
     YAML::Emitter y;
     y << YAML::BeginMap;
