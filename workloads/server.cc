@@ -44,6 +44,10 @@ int run_server(const ServerOptions& o) {
   int one = 1, zero = 0;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (listen_at.family() == AF_INET6) setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  // SYN-ACKs leave before the request says what the response is: with
+  // DSCP classes in use they get the given class, and each response then
+  // its own (best effort unless the request asks for one).
+  if (o.syn_dscp >= 0) set_dscp(lfd, listen_at.family(), static_cast<uint8_t>(o.syn_dscp));
   try {
     set_congestion_control(lfd, o.cc);  // accepted sockets inherit it
   } catch (const std::exception& e) {
@@ -133,7 +137,10 @@ int run_server(const ServerOptions& o) {
           finish(fd, false);
           continue;
         }
-        if (req.dscp != kNoDscp) set_dscp(fd, c.family, req.dscp);
+        if (req.dscp != kNoDscp)
+          set_dscp(fd, c.family, req.dscp);
+        else if (o.syn_dscp >= 0)
+          set_dscp(fd, c.family, 0);
         c.stream = req.size == 0;
         c.left = req.size;
         c.writing = true;

@@ -15,6 +15,8 @@ struct ServerOptions {
   std::string cc;                 // congestion control ("" = default)
   std::string hints;              // flow-hint socket path ("" = none)
   double duration_s = 0;          // stop after this long (0 = until SIGINT/SIGTERM)
+  int syn_dscp = -1;              // DSCP of the listening socket (SYN-ACKs), and of responses that ask
+                                  // for none: 0; -1 = leave the default everywhere
   bool quiet = false;
 };
 

@@ -164,7 +164,8 @@ int run_incast(const ClientOptions& o, uint64_t size, uint32_t queries, double g
   FILE* qout = open_out(query_out);
   std::fprintf(qout, "query,start_real_ns,servers,ok,qct_us\n");
   uint32_t q = 0;
-  for (; q < queries && !g_stop; ++q) {
+  const uint64_t end = mono_ns() + uint64_t(o.duration_s * 1e9);
+  for (; q < queries && !g_stop && mono_ns() < end; ++q) {
     const uint64_t start = mono_ns(), start_real = real_ns();
     uint32_t ok = 0;
     uint64_t last = start;
@@ -218,6 +219,9 @@ int main(int argc, char** argv) {
   serve->add_option("--cc", so.cc, "TCP congestion control of the responses");
   serve->add_option("--hints", so.hints, "flow-hint socket of this host's NFQUEUE endpoint");
   serve->add_option("--duration-s", so.duration_s, "stop after this long (default: run until signalled)");
+  serve->add_option("--syn-dscp", so.syn_dscp,
+                    "DSCP of SYN-ACKs (the listening socket); responses that ask for none then get 0")
+      ->check(CLI::Range(0, 63));
   serve->add_flag("--quiet,-q", so.quiet, "no start-up line");
 
   ClientOptions rpc_o, bulk_o, inc_o;
@@ -236,7 +240,8 @@ int main(int argc, char** argv) {
   auto* bulk = app.add_subcommand("bulk", "one long flow from each server; throughput per interval");
   add_client_options(bulk, bulk_o);
   bulk->add_option("--interval-ms", interval_ms, "throughput sample period (default 1000)")->check(CLI::Range(1.0, 60000.0));
-  auto* inc = app.add_subcommand("incast", "every server answers at once; queries one after another");
+  auto* inc = app.add_subcommand("incast", "every server answers at once; queries one after another until "
+                                           "--queries or --duration-s");
   add_client_options(inc, inc_o);
   inc->add_option("--size", size, "bytes each server sends per query")->required()->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   inc->add_option("--queries", queries, "queries (default 10)");
