@@ -54,7 +54,10 @@ def check_config(emulator: Path, path: Path, where: str) -> int:
     Raises SpecError with the emulator's message (naming the field)."""
     p = subprocess.run([str(emulator), "check", str(path)], capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
+        # The emulator names the field; its file:line:column point into the
+        # generated config, so they are left out.
         msg = (p.stderr or p.stdout).strip().replace(str(path) + ":", "")
+        msg = re.sub(r"^(error:\s*)?(\d+:\d+:\s*)?", "", msg)
         raise SpecError(f"{where}{msg}")
     m = re.search(r"(\d+) endpoints", p.stdout)
     if not m:

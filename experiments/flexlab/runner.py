@@ -157,7 +157,7 @@ class Runner:
         backend: Backend = backend_class(c["backend"])(self.prefix, procs)
         settings = LabSettings(hosts=hosts, ecn=c["transport"]["ecn"], hold_ms=c["lab"]["hold_ms"],
                                fallback=c["lab"]["fallback"], bypass=c["lab"]["bypass"], window=c["lab"]["window"],
-                               bin_dir=self.bin, scratch=scratch)
+                               bin_dir=self.bin, scratch=scratch, ipv6=c["lab"]["ipv6"])
         meta: dict[str, Any] = {"variant": spec.variant.name, "repetition": spec.repetition, "seed": spec.seed,
                                 "order": order, "hosts": hosts, "backend": c["backend"], "prefix": self.prefix,
                                 "experiment_file": str(self.exp.path.resolve()),

@@ -121,6 +121,7 @@ SCHEMA: dict[str, Any] = {
                       choices=("open", "closed")),
         "bypass": F(list, [], "traffic never held (flexplane-nfq-endpoint --bypass)", item=str),
         "window": F(int, 4096, "protocol requests in flight per endpoint (power of two)", lo=1, hi=32768),
+        "ipv6": F(bool, False, "hosts also get IPv6 addresses fd77::<10+i>, held like IPv4 (workloads use IPv4)"),
     },
     "analysis": {
         "short_max_bytes": F(int, 100_000, "flows up to this size are 'short'", lo=1),

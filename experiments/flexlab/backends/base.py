@@ -17,6 +17,11 @@ def host_ip(i: int) -> str:
     return f"10.77.{n // 256}.{n % 256}"
 
 
+def host_ip6(i: int) -> str:
+    """Host i's IPv6 address (lab.ipv6): fd77::a, fd77::b, ... (10 + i in hex)."""
+    return f"fd77::{10 + i:x}"
+
+
 @dataclass
 class LabSettings:
     """What a backend needs to bring hosts up and start their endpoints."""
@@ -28,6 +33,7 @@ class LabSettings:
     window: int
     bin_dir: Path
     scratch: Path          # short paths (Unix sockets)
+    ipv6: bool = False     # hosts also get fd77::/64 addresses; their IPv6 packets are held too
 
 
 class Backend(ABC):

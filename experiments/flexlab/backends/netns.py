@@ -28,7 +28,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from flexlab.backends.base import EMULATOR_IP, EMULATOR_PORT, Backend, LabSettings, host_ip
+from flexlab.backends.base import EMULATOR_IP, EMULATOR_PORT, Backend, LabSettings, host_ip, host_ip6
 from flexlab.errors import LabError
 from flexlab.procs import Proc, kill_pids, pids_in_netns
 
@@ -75,12 +75,16 @@ class NetnsBackend(Backend):
             for ns in [self.fab, self.emu] + self.hosts:
                 _run(["ip", "netns", "add", ns])
                 _run(["ip", "-n", ns, "link", "set", "lo", "up"])
-                _run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
+                v6 = s.ipv6 and ns in self.hosts
+                _run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.all.disable_ipv6={0 if v6 else 1}"])
+                _run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.default.disable_ipv6={0 if v6 else 1}"])
             self._fabric(s)
             self._attach(self.emu, "vemu", "pemu")
             for i, ns in enumerate(self.hosts):
                 self._attach(ns, "eth0", f"p{i}")
                 _run(["ip", "-n", ns, "addr", "add", f"{host_ip(i)}/16", "dev", "eth0"])
+                if s.ipv6:
+                    _run(["ip", "-n", ns, "addr", "add", f"{host_ip6(i)}/64", "dev", "eth0", "nodad"])
                 _run(["ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off", "tso", "off", "gso", "off"])
                 _run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv4.tcp_ecn={1 if s.ecn else 0}"])
                 self._queue_rules(i, s)
@@ -106,11 +110,14 @@ class NetnsBackend(Backend):
         _run(["ip", "-n", ns, "link", "set", iface, "up"])
 
     def _queue_rules(self, i: int, s: LabSettings) -> None:
-        ipt = ["ip", "netns", "exec", self.fab, "iptables", "-A", "FORWARD", "-m", "physdev", "--physdev-in", f"p{i}"]
+        match = ["-A", "FORWARD", "-m", "physdev", "--physdev-in", f"p{i}"]
+        ipt = ["ip", "netns", "exec", self.fab, "iptables"] + match
         _run(ipt + ["-p", "udp", "-d", EMULATOR_IP, "--dport", str(EMULATOR_PORT), "-j", "ACCEPT"])
-        queue = ["-j", "NFQUEUE", "--queue-num", str(i)]
         # fail open: with no endpoint listening the kernel lets packets through.
-        _run(ipt + queue + (["--queue-bypass"] if s.fallback == "open" else []))
+        queue = ["-j", "NFQUEUE", "--queue-num", str(i)] + (["--queue-bypass"] if s.fallback == "open" else [])
+        _run(ipt + queue)
+        if s.ipv6:
+            _run(["ip", "netns", "exec", self.fab, "ip6tables"] + match + queue)
 
     def down(self) -> None:
         mine = [self.fab, self.emu] + self.hosts
@@ -127,17 +134,21 @@ class NetnsBackend(Backend):
         dev = ["--vdev=net_af_packet0,iface=vemu", f"--file-prefix={self.prefix}"]
         return self.procs.start("emulator", ["ip", "netns", "exec", self.emu] + argv + ["--"] + eal + dev, log)
 
+    def endpoint_argv(self, i: int, config: Path, out_dir: Path, s: LabSettings) -> list[str]:
+        """flexplane-nfq-endpoint for host i: its queue in the fabric, its protocol socket on eth0."""
+        argv = [str(s.bin_dir / "flexplane-nfq-endpoint"), "--config", str(config), "--id", str(i),
+                "--queue", str(i), "--queue-netns", self.fab, "--out", str(out_dir / f"h{i}"),
+                "--hold-ms", str(s.hold_ms), "--fallback", s.fallback, "--window", str(s.window),
+                "--hints", self.hints_path(s, i)]
+        if s.ipv6:
+            argv += [f"--peer={host_ip6(j)}={j}" for j in range(s.hosts)]
+        for b in s.bypass:
+            argv += ["--bypass", b]
+        return argv
+
     def start_endpoints(self, config: Path, out_dir: Path, s: LabSettings) -> list[Proc]:
-        procs = []
-        for i in range(s.hosts):
-            argv = [str(s.bin_dir / "flexplane-nfq-endpoint"), "--config", str(config), "--id", str(i),
-                    "--queue", str(i), "--queue-netns", self.fab, "--out", str(out_dir / f"h{i}"),
-                    "--hold-ms", str(s.hold_ms), "--fallback", s.fallback, "--window", str(s.window),
-                    "--hints", self.hints_path(s, i)]
-            for b in s.bypass:
-                argv += ["--bypass", b]
-            procs.append(self.procs.start(f"endpoint h{i}", ["ip", "netns", "exec", self.host_ns(i)] + argv,
-                                          out_dir / f"h{i}.log"))
+        procs = [self.run_on_host(i, f"endpoint h{i}", self.endpoint_argv(i, config, out_dir, s), out_dir / f"h{i}.log")
+                 for i in range(s.hosts)]
         for p in procs:
             self.procs.wait_for(p, r"session (re-)?established|cannot reach the emulator", 15, "a session with the emulator")
             if "cannot reach the emulator" in p.log_text() and "session established" not in p.log_text():
