@@ -109,7 +109,8 @@ SCHEMA: dict[str, Any] = {
     "emulator": {
         "cores": F(int, 1, "engine cores", lo=1, hi=64),
         "occupancy_interval_us": F(float, 1000, "queue occupancy sample period (0 = off)", lo=0, hi=1e7),
-        "endpoint_queue_pkts": F(int, 4096, "emulated NIC queue per endpoint", lo=1, hi=1 << 20),
+        "endpoint_queue_pkts": F(int, 64, "emulated NIC queue per host, packets (small: see docs/lab.md, "
+                                 "'the emulated NIC queue')", lo=1, hi=1 << 20),
         "lcores": F(str, "", "DPDK --lcores (default: two lcores floating over every CPU)"),
         "sleep_when_ahead": F(bool, True, "engine sleeps instead of spinning when ahead"),
         "realtime_priority": F(int, 20, "SCHED_FIFO priority of the engine thread(s) so they wake on time "

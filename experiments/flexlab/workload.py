@@ -39,7 +39,9 @@ def mix_dscps(spec: str) -> list[int]:
 def receivers(c: dict) -> list[int]:
     """Hosts whose downlink carries the workload's data (the bottleneck ports)."""
     w = c["workload"]
-    return {"rpc": w["clients"], "bulk": [w["receiver"]], "incast": [w["client"]]}[w["kind"]]
+    if w["kind"] == "rpc":
+        return list(w["clients"])
+    return [w["receiver"] if w["kind"] == "bulk" else w["client"]]
 
 
 def commands(c: dict, seed: int, bin_dir: Path, out_dir: Path, hints: dict[int, str]) -> list[HostCommand]:
