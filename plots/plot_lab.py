@@ -39,6 +39,9 @@ from flexlab import analysis  # noqa: E402
 from flexlab.workload import receivers  # noqa: E402
 
 
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+
+
 def write_csv(path: Path, header: list[str], rows: list[list]) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -99,10 +102,11 @@ def plot_rpc(runs, variants, out: Path, written: list[Path]) -> None:
         short = analysis.stats([f["fct_ms"] for f in ok if f["size"] <= a["short_max_bytes"]])
         long_ = analysis.stats([f["fct_ms"] for f in ok if f["size"] >= a["long_min_bytes"]])
         rows.append([v, short["n"], short["mean"], short["p99"], long_["n"], long_["mean"], long_["p99"]])
+        marker = MARKERS[variants.index(v) % len(MARKERS)]
         for ax, key in zip(axes, ("mean", "p99")):
             if short["n"] and long_["n"]:
-                ax.scatter(long_[key], short[key], color=col[v], s=60, zorder=3)
-                ax.annotate(v, (long_[key], short[key]), textcoords="offset points", xytext=(6, 4), fontsize=8)
+                ax.scatter(long_[key], short[key], color=col[v], marker=marker, s=70, zorder=3, label=v)
+    axes[0].legend(fontsize=8, loc="best")
     for ax, key in zip(axes, ("mean", "p99")):
         ax.set_xlabel(f"long flows (>= {a['long_min_bytes'] / 1e6:g} MB): {key} FCT (ms)")
         ax.set_ylabel(f"short flows (<= {a['short_max_bytes'] / 1e3:g} KB): {key} FCT (ms)")
