@@ -29,6 +29,19 @@ namespace flexplane::endpoint::testing {
 
 // The action the fake emulator gives (flow, id): deterministic, so the test
 // can check the driver recorded the right one.
+// A non-blocking UDP socket on 127.0.0.1, on a free port (written to *addr).
+inline int loopback_udp_socket(sockaddr_in* addr) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof *addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(addr), &len);
+  return fd;
+}
+
 inline uint8_t expected_action(uint32_t flow, uint32_t id) {
   switch ((flow * 7 + id) % 3) {
     case 0: return FP_ACT_RELEASE;
@@ -51,14 +64,7 @@ struct FakeEmulatorOptions {
 class FakeEmulator {
  public:
   explicit FakeEmulator(FakeEmulatorOptions o) : o_(o), rng_(99) {
-    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof addr_;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr_), &len);
+    fd_ = loopback_udp_socket(&addr_);
     start_conn(1000);
     thread_ = std::thread([this] { loop(); });
   }

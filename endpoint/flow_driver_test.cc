@@ -71,16 +71,22 @@ void check_exactly_once(const Driver& d, const FlowList& flows) {
   }
 }
 
+// Runs the driver on a socket of its own; the result, with its message in the log.
+DriverResult run_driver(Driver& d) {
+  const int fd = d.open_socket();
+  const DriverResult r = d.run(fd);
+  close(fd);
+  UNSCOPED_INFO(r.message);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("endpoint driver: every request gets exactly one verdict over loopback", "[endpoint]") {
   FakeEmulator emu({});
   const FlowList flows = test_flows(30);
   Driver d(test_options(emu.addr()), flows);
-  const int fd = d.open_socket();
-  const DriverResult r = d.run(fd);
-  close(fd);
-  INFO(r.message);
+  const DriverResult r = run_driver(d);
   REQUIRE(r.status == DriverStatus::kDone);
   CHECK(r.outstanding == 0);
   check_exactly_once(d, flows);
@@ -97,10 +103,7 @@ TEST_CASE("endpoint driver: 20% loss in both directions on both sides", "[endpoi
   o.session.drop_tx = o.session.drop_rx = 0.2;
   o.session.seed = 5;
   Driver d(o, flows);
-  const int fd = d.open_socket();
-  const DriverResult r = d.run(fd);
-  close(fd);
-  INFO(r.message);
+  const DriverResult r = run_driver(d);
   REQUIRE(r.status == DriverStatus::kDone);
   check_exactly_once(d, flows);
   const SessionCounters c = d.session_counters();
@@ -117,10 +120,7 @@ TEST_CASE("endpoint driver: emulator restarts mid-run, endpoint re-joins", "[end
   FakeEmulator emu(eo);
   const FlowList flows = test_flows(40);
   Driver d(test_options(emu.addr()), flows);
-  const int fd = d.open_socket();
-  const DriverResult r = d.run(fd);
-  close(fd);
-  INFO(r.message);
+  const DriverResult r = run_driver(d);
   REQUIRE(r.status == DriverStatus::kDone);
   check_exactly_once(d, flows);
   CHECK(emu.restarts() >= 1);
@@ -138,10 +138,7 @@ TEST_CASE("endpoint driver: adopts the emulator's features and sizes after a REJ
   FakeEmulator emu(eo);
   const FlowList flows = test_flows(10);
   Driver d(test_options(emu.addr()), flows);  // offers no PRIO, no custom bytes
-  const int fd = d.open_socket();
-  const DriverResult r = d.run(fd);
-  close(fd);
-  INFO(r.message);
+  const DriverResult r = run_driver(d);
   REQUIRE(r.status == DriverStatus::kDone);
   check_exactly_once(d, flows);
   const SessionCounters c = d.session_counters();
@@ -153,22 +150,15 @@ TEST_CASE("endpoint driver: adopts the emulator's features and sizes after a REJ
 
 TEST_CASE("endpoint driver: gives up after the time limit when no emulator answers", "[endpoint]") {
   // A bound socket that never answers.
-  const int silent = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+  const int silent = testing::loopback_udp_socket(&a);
   const FlowList flows = test_flows(3);
   DriverOptions o = test_options(a);
   o.limit_ns = 300'000'000;
   Driver d(o, flows);
-  const int fd = d.open_socket();
   const uint64_t t0 = mono_ns();
-  const DriverResult r = d.run(fd);
+  const DriverResult r = run_driver(d);
   const uint64_t took = mono_ns() - t0;
-  close(fd);
   close(silent);
   CHECK(r.status == DriverStatus::kTimeout);
   CHECK(r.outstanding == d.total_requests());

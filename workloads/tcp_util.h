@@ -13,25 +13,17 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <ctime>
 #include <stdexcept>
 #include <string>
 
+#include "endpoint/clock.h"
 #include "endpoint/nfqueue/flow_hints.h"
 #include "net/ip_packet.h"
 
 namespace flexplane::workloads {
 
-inline uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
-}
-inline uint64_t real_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
-}
+using endpoint::mono_ns;
+using endpoint::real_ns;
 
 // "10.0.0.1:5001", "[fd00::1]:5001" or (default port) "10.0.0.1".
 struct Endpoint {

@@ -19,10 +19,9 @@
 #include <deque>
 #include <filesystem>
 
-#include "emulator/config.h"
-#include "emulator/endpoint_contract.h"
 #include "emulator/version.h"
 #include "endpoint/clock.h"
+#include "endpoint/endpoint_setup.h"
 #include "endpoint/nfqueue/hint_socket.h"
 #include "endpoint/nfqueue/nfqueue_socket.h"
 #include "endpoint/nfqueue/packet_holder.h"
@@ -119,24 +118,12 @@ int main(int argc, char** argv) {
   SessionOptions so;
   sockaddr_in emu{}, bind{};
   try {
-    Experiment ex = load_experiment(a.config);
-    if (ex.runs.empty()) return usage_error(a.config + ": no run");
-    const RunConfig* pick = &ex.runs.front();
-    if (!a.variant.empty()) {
-      pick = nullptr;
-      for (const auto& r : ex.runs)
-        if (r.variant == a.variant) pick = &r;
-      if (!pick) return usage_error(a.config + ": no variant '" + a.variant + "'");
-    }
-    const RunConfig& c = *pick;
+    const EndpointSetup s = endpoint_setup(a.config, a.variant, a.id, a.emulator, a.bind_ip);
+    const RunConfig& c = s.run;
     const uint32_t n = c.topology.num_endpoints;
-    if (a.id >= n) return usage_error("--id " + std::to_string(a.id) + ": the topology has " + std::to_string(n) + " endpoints");
     if (n > 4096) return usage_error("at most 4096 endpoints (flow ids carry the endpoint id in 12 bits)");
-    const EndpointContract contract = endpoint_contract(c);
-    so.features = contract.priority != PriorityStamp::kNone ? FP_FEAT_PRIO : 0;
-    so.req_custom_len = contract.request_custom_bytes;
-    so.verdict_custom_len = contract.verdict_custom_bytes;
-    hc.priority = contract.priority;
+    apply_contract(s.contract, &so);
+    hc.priority = s.contract.priority;
     hc.apkt_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
     hc.endpoint_id = a.id;
     for (uint32_t i = 0; i < c.live.endpoint_ips.size(); ++i) {
@@ -160,10 +147,8 @@ int main(int argc, char** argv) {
       if (!BypassRule::parse(spec, &r, &err)) return usage_error(err);
       hc.bypass.push_back(r);
     }
-    const std::string emu_text = a.emulator.empty() ? c.live.emulator_ip : a.emulator;
-    if (!parse_addr(emu_text, c.live.udp_port, &emu)) return usage_error("--emulator '" + emu_text + "': expected IPv4[:PORT]");
-    const std::string bind_text = a.bind_ip.empty() ? c.live.endpoint_ips.at(a.id) : a.bind_ip;
-    if (!parse_addr(bind_text, 0, &bind)) return usage_error("--bind '" + bind_text + "': expected IPv4[:PORT]");
+    emu = s.emulator;
+    bind = s.bind;
     hc.emulator = net::IpAddress::v4(ntohl(emu.sin_addr.s_addr));
     hc.emulator_port = ntohs(emu.sin_port);
   } catch (const std::exception& e) {

@@ -160,25 +160,31 @@ bool PacketHolder::bypass(const PacketInfo& p, Bypass* why) const {
   return false;
 }
 
-PacketHolder::Flow& PacketHolder::flow_for(const PacketInfo& p, uint64_t now) {
-  const net::FlowKey key = net::FlowKey::of(p);
+uint32_t PacketHolder::new_flow_id() {
+  ++ctr_.flows_created;
+  return cfg_.endpoint_id << 20 | (next_flow_++ & 0xfffff);
+}
+
+PacketHolder::Flow& PacketHolder::find_or_add_flow(const net::FlowKey& key, uint64_t now) {
   auto it = flows_.find(key);
   if (it == flows_.end()) {
     if (flows_.size() >= cfg_.max_flows) sweep_flows(now);
     it = flows_.emplace(key, Flow{}).first;
-    it->second.id = cfg_.endpoint_id << 20 | (next_flow_++ & 0xfffff);
-    ++ctr_.flows_created;
+    it->second.id = new_flow_id();
   }
-  Flow& f = it->second;
+  return it->second;
+}
+
+PacketHolder::Flow& PacketHolder::flow_for(const PacketInfo& p, uint64_t now) {
+  Flow& f = find_or_add_flow(net::FlowKey::of(p), now);
   // A new TCP connection on a reused 5-tuple (SYN, or SYN-ACK on the
   // passive side) starts a new flow; a hint given since the last packet
   // belongs to it.
   if (p.protocol == net::kProtoTcp && (p.tcp_flags & net::kTcpSyn)) {
     if (f.next_seq != 0 && !(f.have_isn && f.isn == p.tcp_seq)) {
-      f.id = cfg_.endpoint_id << 20 | (next_flow_++ & 0xfffff);
+      f.id = new_flow_id();
       f.next_seq = 0;
       f.payload_bytes = 0;
-      ++ctr_.flows_created;
       if (f.packets_since_hint) f.hint_bytes = 0;
     }
     f.isn = p.tcp_seq;
@@ -320,35 +326,27 @@ void PacketHolder::decide(uint32_t slot, Action action) {
   --ctr_.holding;
 }
 
+void PacketHolder::fall_back(uint32_t slot, uint64_t* accepted, uint64_t* dropped) {
+  const bool open = cfg_.fallback == Fallback::kOpen;
+  ++*(open ? accepted : dropped);
+  decide(slot, open ? Action::kAccept : Action::kDrop);
+}
+
 void PacketHolder::expire(uint64_t now) {
   while (!by_age_.empty()) {
     const auto [slot, gen] = by_age_.front();
     const Held& h = slots_[slot];
     if (h.in_use && h.generation == gen) {
       if (h.deadline > now) return;
-      if (cfg_.fallback == Fallback::kOpen) {
-        ++ctr_.timeout_accepted;
-        decide(slot, Action::kAccept);
-      } else {
-        ++ctr_.timeout_dropped;
-        decide(slot, Action::kDrop);
-      }
+      fall_back(slot, &ctr_.timeout_accepted, &ctr_.timeout_dropped);
     }
     by_age_.pop_front();
   }
 }
 
 void PacketHolder::release_all(uint64_t now) {
-  for (uint32_t slot = 0; slot < slots_.size(); ++slot) {
-    if (!slots_[slot].in_use) continue;
-    if (cfg_.fallback == Fallback::kOpen) {
-      ++ctr_.exit_accepted;
-      decide(slot, Action::kAccept);
-    } else {
-      ++ctr_.exit_dropped;
-      decide(slot, Action::kDrop);
-    }
-  }
+  for (uint32_t slot = 0; slot < slots_.size(); ++slot)
+    if (slots_[slot].in_use) fall_back(slot, &ctr_.exit_accepted, &ctr_.exit_dropped);
   by_age_.clear();
 }
 
@@ -372,16 +370,10 @@ void PacketHolder::on_hint(const FlowHint& hint, uint64_t now) {
   key.protocol = hint.protocol;
   key.sport = hint.sport;
   key.dport = hint.dport;
-  auto it = flows_.find(key);
-  if (it == flows_.end()) {
-    if (flows_.size() >= cfg_.max_flows) sweep_flows(now);
-    it = flows_.emplace(key, Flow{}).first;
-    it->second.id = cfg_.endpoint_id << 20 | (next_flow_++ & 0xfffff);
-    ++ctr_.flows_created;
-  }
-  it->second.hint_bytes = hint.size_bytes;
-  it->second.packets_since_hint = 0;
-  it->second.last_ns = now;
+  Flow& f = find_or_add_flow(key, now);
+  f.hint_bytes = hint.size_bytes;
+  f.packets_since_hint = 0;
+  f.last_ns = now;
 }
 
 void PacketHolder::sweep_flows(uint64_t now) {

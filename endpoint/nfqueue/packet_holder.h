@@ -170,6 +170,9 @@ class PacketHolder {
   };
 
   void decide(uint32_t slot, Action action);
+  void fall_back(uint32_t slot, uint64_t* accepted, uint64_t* dropped);
+  uint32_t new_flow_id();
+  Flow& find_or_add_flow(const net::FlowKey& key, uint64_t now);
   Flow& flow_for(const net::PacketInfo& p, uint64_t now);
   uint32_t priority_of(const Flow& f, const net::PacketInfo& p) const;
   bool bypass(const net::PacketInfo& p, Bypass* why) const;
