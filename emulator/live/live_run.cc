@@ -23,6 +23,7 @@
 #include "emulator/config.h"
 #include "emulator/engine.h"
 #include "emulator/flow_traffic.h"
+#include "emulator/output.h"
 #include "emulator/live/comm_core.h"
 #include "emulator/live/dpdk_launcher.h"
 #include "emulator/router_factory.h"
@@ -423,10 +424,13 @@ int replay_impl(const ReplayArgs& a) {
   std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
   const size_t n = arrivals.size();
   ReplayTraffic replay(c.topology, std::move(arrivals), c.live.endpoint_queue_pkts, cores);
-  Engine engine(c.topology, std::move(routers), replay, engine_options(c, cores));
+  EngineOptions eopt = engine_options(c, cores);
+  eopt.occupancy_interval = c.occupancy_interval;  // run.occupancy_interval_us: queues of the live run
+  Engine engine(c.topology, std::move(routers), replay, eopt);
   engine.run(static_cast<Timeslot>(end));
   const std::string out_dir = a.out_dir.empty() ? c.output_dir : a.out_dir;
   fs::create_directories(out_dir);
+  if (c.occupancy_interval) write_occupancy_csv((fs::path(out_dir) / "occupancy.csv").string(), c, engine);
   const std::vector<LiveVerdict> v = replay.verdicts();
   write_verdicts_csv((fs::path(out_dir) / "verdicts.csv").string(), v);
   std::printf("replay: %zu arrivals, %zu verdicts, %" PRId64 " timeslots on %u core(s) -> %s\n", n, v.size(), end,
