@@ -45,5 +45,6 @@ def lab():
         lab.up()
         lab.results.put("boot_s", round(time.time() - t0, 1))
         yield lab
+        lab.results.put("emulator_ready_s", lab.emulator.ready_s)
     finally:
         lab.down()

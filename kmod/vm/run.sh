@@ -35,7 +35,8 @@ if [ ! -x "$BUILD/flexplane-emulator" ]; then
   cmake --build "$BUILD" --target flexplane-emulator
 fi
 echo "kmod-vm: built in $((SECONDS - t0)) s"
-mkdir -p "$VM/run"
+cleanup  # what a killed earlier run may have left
+rm -rf "$VM/run" && mkdir -p "$VM/run"
 rc=0
 FLEXPLANE_KMOD_VM=$VM FLEXPLANE_KMOD_KVER=$KVER FLEXPLANE_BIN_DIR=$BUILD \
   "$PY" -m pytest -p no:cacheprovider -q kmod/vm "$@" || rc=$?

@@ -197,6 +197,7 @@ class Emulator:
         self.lab, self.bin = lab, binary
         self.proc: subprocess.Popen | None = None
         self.runs = 0
+        self.ready_s: list[float] = []  # start to "listening on", per run
         self.out: Path | None = None
         self.log: Path | None = None
         self.config: Path | None = None
@@ -214,11 +215,13 @@ class Emulator:
         self.proc = subprocess.Popen(argv, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.lab.record_pid(self.proc.pid)
-        deadline = time.time() + ready_timeout
+        t0 = time.time()
+        deadline = t0 + ready_timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"emulator exited ({self.proc.returncode}):\n{self.log.read_text()}")
             if "listening on" in self.log.read_text():
+                self.ready_s.append(round(time.time() - t0, 1))
                 return self.out
             time.sleep(0.05)
         raise RuntimeError(f"emulator not ready after {ready_timeout} s:\n{self.log.read_text()}")
