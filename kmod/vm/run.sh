@@ -30,10 +30,12 @@ make -s -C kmod OUT="$BUILD/kmod"
 KROOT=$(kmod/vm/fetch_kernel.sh "$BUILD/kmod/flexplane.ko" "$VM")
 KVER=$(modinfo -F vermagic "$BUILD/kmod/flexplane.ko" | awk '{print $1}')
 kmod/vm/build_initramfs.sh "$VM/initramfs.cpio.gz" "$KROOT" "$BUILD/kmod"
-if [ ! -x "$BUILD/flexplane-emulator" ]; then
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD" --target flexplane-emulator
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja" || true)
+  cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
+cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" --target flexplane-emulator > "$VM/emulator-build.log" 2>&1 ||
+  { cat "$VM/emulator-build.log"; exit 1; }   # up to date: a no-op
 echo "kmod-vm: built in $((SECONDS - t0)) s"
 cleanup  # what a killed earlier run may have left
 rm -rf "$VM/run" && mkdir -p "$VM/run"
