@@ -1,7 +1,7 @@
 # flexplane — entry points. Each target installs what it needs (Debian 12).
 #   make          build the emulator, tests and benchmarks (Release)
 #   make demo     the main job: run the built-in scheduler comparison, write CSVs + PNGs
-#   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI)
+#   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI, kmod VMs)
 #   make bench    Google Benchmark: engine speed (router packet-hops/s)
 #   make list     schemes and their parameters
 #   make kmod     the endpoint kernel module, its tc plugin and fp_rr (build/kmod; docs/kmod.md)
