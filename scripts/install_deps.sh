@@ -13,6 +13,7 @@ APT_PACKAGES=(
   iproute2 ethtool nftables
   libnetfilter-queue-dev libmnl-dev iptables
   python3 python3-venv
+  qemu-system-x86 busybox-static cpio kmod iperf3   # kmod/vm: the VM tests
 )
 
 if [[ "${1:-}" != "--python-only" ]]; then

@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS=${JOBS:-$(nproc)}
-SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli lab plots fuzz kbuild asan-ubsan tsan"}
+SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli lab plots fuzz kbuild asan-ubsan tsan kmod-vm"}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0; failed=0; failed_names=()
 
@@ -63,6 +63,7 @@ tsan() {  # the multicore engine under ThreadSanitizer
 
 fuzz() { proto/run_fuzz.sh "$FUZZ_SECONDS"; }     # every protocol decoder, bounded time
 kbuild() { proto/check_kbuild.sh; }                # the protocol core builds as a kernel module
+kmod_vm() { kmod/vm/run.sh build; }                # flexplane.ko in Debian's kernel under QEMU/TCG (docs/kmod.md)
 
 run_suite unit unit
 run_suite cli cli
@@ -72,6 +73,7 @@ run_suite fuzz fuzz
 run_suite kbuild kbuild
 run_suite asan-ubsan asan_ubsan
 run_suite tsan tsan
+run_suite kmod-vm kmod_vm
 
 echo
 [[ $failed -gt 0 ]] && echo "failed suites: ${failed_names[*]}"
