@@ -242,6 +242,24 @@ TEST_CASE("reno: ACKs that make no sense are counted and ignored", "[transports]
   REQUIRE(s.snd_una() == 2);
 }
 
+TEST_CASE("reno: a full ACK that overtakes a pending fast retransmission cancels it", "[transports][reno]") {
+  // seq0..9 sent; three duplicates of cum 0 (flight 10): ssthresh 5, cwnd 8,
+  // seq0 due for retransmission. Before the NIC takes it, cum 10 arrives (seq0
+  // was only late): recovery ends, cwnd = 5, and the next segment is new data.
+  TcpSender s(reno(10), 20);
+  for (Timeslot t = 0; t < 10; ++t) REQUIRE(s.next_send(t)->seq == t);
+  for (uint32_t trigger = 1; trigger <= 3; ++trigger) s.on_ack({0, trigger, false}, 10 + trigger);
+  REQUIRE(s.in_fast_recovery());
+  REQUIRE(s.cwnd_units() == 8 * U);
+  s.on_ack({10, 0, false}, 14);
+  REQUIRE_FALSE(s.in_fast_recovery());
+  REQUIRE(s.cwnd_units() == 5 * U);
+  const auto seg = s.next_send(14);
+  REQUIRE(seg->seq == 10);
+  REQUIRE_FALSE(seg->retransmit);
+  REQUIRE(s.stats().retransmits == 0);
+}
+
 TEST_CASE("reno: lookahead promise", "[transports][reno]") {
   // IW 2: after two sends the sender is window-limited; it promises quiet
   // until the earlier of the RTO (10 after the first send) and the first ACK.

@@ -170,6 +170,7 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
       cwnd_ = ssthresh_;
       in_recovery_ = false;
       dupacks_ = 0;
+      rtx_pending_ = false;  // the hole was filled before the retransmission left
     } else {  // partial ACK (RFC 6582): the next hole is lost too
       ++stats_.partial_acks;
       rtx_pending_ = true;
