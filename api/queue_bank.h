@@ -7,8 +7,11 @@
 //  - Masks make scheduling O(1): one bit per non-empty queue of a port (<= 64
 //    queues), one bit per port with any backlog.
 //  - push/pop/pop_at count enqueued/dequeued; evictions are counted by Verdicts.
-//  - The bank knows the current timeslot (set by the router each timeslot) so
-//    it can record when a queue went idle (RED's idle-time decay needs that).
+//  - The bank knows the current time (set by the router each timeslot) so it
+//    can record when a queue went idle (RED's idle-time decay) and, for
+//    schemes that ask (kUsesEnqueueTime), when each packet was enqueued
+//    (CoDel's sojourn time), in a ring beside the packets' so that the
+//    32-byte packet needs no room for it and other schemes pay nothing.
 #pragma once
 
 #include <sys/mman.h>
@@ -27,11 +30,11 @@ namespace flexplane {
 class alignas(kCacheLine) QueueBank {
  public:
   QueueBank() = default;
-  QueueBank(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts) {
-    reset(num_ports, queues_per_port, capacity_pkts);
+  QueueBank(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts, bool keep_enqueue_time = false) {
+    reset(num_ports, queues_per_port, capacity_pkts, keep_enqueue_time);
   }
 
-  void reset(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts) {
+  void reset(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts, bool keep_enqueue_time = false) {
     assert(queues_per_port >= 1 && queues_per_port <= kMaxQueuesPerPort);
     num_ports_ = num_ports;
     queues_per_port_ = queues_per_port;
@@ -46,6 +49,7 @@ class alignas(kCacheLine) QueueBank {
     const size_t nq = static_cast<size_t>(num_ports) * queues_per_port;
     // Default-initialised: large banks stay virtual until touched.
     slots_.reset(nq * stride_);
+    stamps_.reset(keep_enqueue_time ? new Timeslot[nq * stride_] : nullptr);
     queues_.assign(nq, QueueState{});
     ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
@@ -64,13 +68,22 @@ class alignas(kCacheLine) QueueBank {
   uint64_t nonempty_queues(PortId port) const { return ports_[port].mask; }
   // Timeslot at which the queue last became empty (0 if never used).
   Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
+  // When the packet `index` behind the head was enqueued; only in banks that
+  // keep enqueue times (a component declared kUsesEnqueueTime).
+  bool keeps_enqueue_time() const { return stamps_ != nullptr; }
+  Timeslot enqueue_time(PortId port, QueueId q, uint32_t index = 0) const {
+    assert(stamps_ && index < queue(port, q).count);
+    return stamps_[slot_index(port, q, queue(port, q).head + index)];
+  }
 
   // Append to the tail. Returns false (and changes nothing) when the queue is at
   // capacity; the framework then drops the packet with Reason::kBankOverflow.
   bool push(PortId port, QueueId q, const Packet& p) {
     QueueState& s = queue(port, q);
     if (s.count >= capacity_) return false;
-    slot(port, q, s.head + s.count) = p;
+    const size_t at = slot_index(port, q, s.head + s.count);
+    slots_[at] = p;
+    if (stamps_) stamps_[at] = now_;
     ++s.count;
     s.bytes += p.size_bytes;
     ++s.counters.enqueued;
@@ -115,11 +128,16 @@ class alignas(kCacheLine) QueueBank {
     assert(index < s.count);
     Packet p = slot(port, q, s.head + index);
     // Close the gap from the nearer end: O(min(index, count - index)).
+    auto move = [&](uint32_t to, uint32_t from) {
+      const size_t t = slot_index(port, q, s.head + to), f = slot_index(port, q, s.head + from);
+      slots_[t] = slots_[f];
+      if (stamps_) stamps_[t] = stamps_[f];
+    };
     if (index < s.count / 2) {
-      for (uint32_t i = index; i > 0; --i) slot(port, q, s.head + i) = slot(port, q, s.head + i - 1);
+      for (uint32_t i = index; i > 0; --i) move(i, i - 1);
       ++s.head;
     } else {
-      for (uint32_t i = index; i + 1 < s.count; ++i) slot(port, q, s.head + i) = slot(port, q, s.head + i + 1);
+      for (uint32_t i = index; i + 1 < s.count; ++i) move(i, i + 1);
     }
     after_remove(port, q, s, p);
     return p;
@@ -165,12 +183,9 @@ class alignas(kCacheLine) QueueBank {
   }
   QueueState& queue(PortId port, QueueId q) { return queues_[index(port, q)]; }
   const QueueState& queue(PortId port, QueueId q) const { return queues_[index(port, q)]; }
-  Packet& slot(PortId port, QueueId q, uint32_t pos) {
-    return slots_[index(port, q) * stride_ + (pos & ring_mask_)];
-  }
-  const Packet& slot(PortId port, QueueId q, uint32_t pos) const {
-    return slots_[index(port, q) * stride_ + (pos & ring_mask_)];
-  }
+  size_t slot_index(PortId port, QueueId q, uint32_t pos) const { return index(port, q) * stride_ + (pos & ring_mask_); }
+  Packet& slot(PortId port, QueueId q, uint32_t pos) { return slots_[slot_index(port, q, pos)]; }
+  const Packet& slot(PortId port, QueueId q, uint32_t pos) const { return slots_[slot_index(port, q, pos)]; }
 
   void after_remove(PortId port, QueueId q, QueueState& s, const Packet& p) {
     --s.count;
@@ -217,6 +232,7 @@ class alignas(kCacheLine) QueueBank {
     Slots& operator=(const Slots&) = delete;
     ~Slots() { release(); }
   } slots_;
+  std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
   cache_vector<QueueState> queues_;
   struct PortState {
     uint64_t mask = 0;     // bit q: queue q non-empty
