@@ -2,7 +2,7 @@
 # Regenerates the committed validation traces with flexplane's own workload
 # generator: runs each validation/scenarios/*.yaml (open loop, 1 core) and keeps
 # the columns of flows.csv that make a flow trace
-# (flow_id,src,dst,size_pkts,start_timeslot; emulator/flow_trace.h).
+# (flow_id,src,dst,size_pkts,start_timeslot; emulator/workload/flow_trace.h).
 #   validation/make_traces.sh [BUILD_DIR]     (default build; needs flexplane-emulator)
 # The traces are inputs shared by both simulators; they change only if the
 # generator or a scenario file changes.

@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "emulator/flow_trace.h"
+#include "emulator/workload/flow_trace.h"
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
 #include "ns3/internet-module.h"

@@ -63,8 +63,8 @@ fi
 
 # ns-3.37's headers need C++17 (they do not compile as C++20). The flow-trace
 # reader is flexplane's own, so both simulators parse traces the same way.
-SRC=(validation/ns3_star.cc emulator/flow_trace.cc)
-if [[ ! -x $BIN || -n $(find "${SRC[@]}" emulator/flow_trace.h emulator/flow.h -newer "$BIN" 2>/dev/null) ]]; then
+SRC=(validation/ns3_star.cc emulator/workload/flow_trace.cc)
+if [[ ! -x $BIN || -n $(find "${SRC[@]}" emulator/workload/flow_trace.h api/flow.h -newer "$BIN" 2>/dev/null) ]]; then
   mkdir -p "$(dirname "$BIN")"
   echo "run_ns3: building $BIN"
   g++ -std=c++17 -O2 -I. "${SRC[@]}" -o "$BIN" -Wl,--no-as-needed \
