@@ -60,18 +60,18 @@ class QueueStats:
     max: float
 
 
-def fct_buckets(run_dir: Path) -> list[BucketStats]:
+def fct_buckets(run_dir: Path, column: str = "fct_us") -> list[BucketStats]:
     path = run_dir / "flows.csv"
     if not path.is_file():
         raise SystemExit(f"compare: {path} does not exist")
     rows = list(csv.DictReader(path.open()))
-    for col in ("size_pkts", "fct_us", "finished"):
+    for col in ("size_pkts", column, "finished"):
         if rows and col not in rows[0]:
             raise SystemExit(f"compare: {path} has no column '{col}'")
     out = []
     for name, lo, hi in BUCKETS:
         sel = [r for r in rows if lo <= int(r["size_pkts"]) <= hi]
-        fcts = [float(r["fct_us"]) for r in sel if r["finished"] == "1" and r["fct_us"]]
+        fcts = [float(r[column]) for r in sel if r["finished"] == "1" and r[column]]
         mean = sum(fcts) / len(fcts) if fcts else math.nan
         out.append(BucketStats(name, len(sel), len(fcts), mean, percentile(fcts, 99)))
     return out
@@ -127,7 +127,7 @@ def compare(args: argparse.Namespace) -> int:
     print(f"# flexplane {fx} vs ns-3 {ns}")
     print("| size (pkts) | flows | mean FCT flexplane / ns-3 (us) | diff | p99 FCT flexplane / ns-3 (us) | diff |")
     print("|---|---|---|---|---|---|")
-    for a, b in zip(fct_buckets(fx), fct_buckets(ns)):
+    for a, b in zip(fct_buckets(fx), fct_buckets(ns, args.ns3_fct)):
         dm, dp = rel(a.mean_fct_us, b.mean_fct_us), rel(a.p99_fct_us, b.p99_fct_us)
         marks = []
         for d in (dm, dp):
@@ -163,6 +163,9 @@ def main(argv: list[str]) -> int:
             s.add_argument("ns3")
             s.add_argument("--fct-tol", type=float, default=0.15)
             s.add_argument("--queue-tol", type=float, default=0.20)
+            s.add_argument("--ns3-fct", default="fct_us", choices=("fct_us", "fct_with_handshake_us"),
+                           help="ns-3's FCT from the connection's establishment (default) or from the flow's "
+                                "start (includes the SYN's wait in the host queue and the handshake)")
         s.add_argument("--port", type=int, default=None, help="only this switch port's occupancy")
         s.add_argument("--from-us", type=float, default=None, help="occupancy samples from this time")
         s.add_argument("--until-us", type=float, default=None, help="occupancy samples until this time")
