@@ -6,24 +6,14 @@
 #include "api/rng.h"
 #include "emulator/config/router_factory.h"
 #include "emulator/engine/engine.h"
+#include "emulator/engine/engine_test_util.h"
 #include "emulator/traffic/flow_traffic.h"
 
 using namespace flexplane;
+using flexplane::test::random_flows;
+using flexplane::test::routers_for;
 
 namespace {
-
-std::vector<std::unique_ptr<Router>> routers_for(const Topology& t, const std::string& scheme,
-                                                 std::vector<std::pair<std::string, std::string>> qm = {}) {
-  std::vector<std::unique_ptr<Router>> out;
-  for (size_t i = 0; i < t.routers.size(); ++i) {
-    RouterSpec spec;
-    spec.where = "test";
-    spec.scheme = scheme;
-    for (auto& [k, v] : qm) spec.queue_manager.params.set(k, v);
-    out.push_back(build_router(spec));
-  }
-  return out;
-}
 
 TransportConfig transport(TransportKind kind, double min_rto_us = 100) {
   TransportConfig t;
@@ -31,23 +21,6 @@ TransportConfig transport(TransportKind kind, double min_rto_us = 100) {
   t.kind = kind;
   t.params.min_rto_us = min_rto_us;
   return t;
-}
-
-FlowList random_flows(uint32_t endpoints, uint32_t count, Timeslot horizon, uint64_t seed) {
-  Rng rng(seed);
-  FlowList flows;
-  for (uint32_t i = 0; i < count; ++i) {
-    FlowSpec f;
-    f.src = static_cast<EndpointId>(rng.below(endpoints));
-    do f.dst = static_cast<EndpointId>(rng.below(endpoints));
-    while (f.dst == f.src);
-    f.size_pkts = 1 + rng.below(rng.below(4) == 0 ? 300 : 12);
-    f.start = rng.below(static_cast<uint32_t>(horizon));
-    flows.push_back(f);
-  }
-  std::sort(flows.begin(), flows.end(), [](const FlowSpec& a, const FlowSpec& b) { return a.start < b.start; });
-  for (uint32_t i = 0; i < count; ++i) flows[i].id = i;
-  return flows;
 }
 
 struct Result {
@@ -143,7 +116,7 @@ TEST_CASE("closed loop: 1 core and N cores give identical results, lookahead on 
   // 3 racks of 8 on 2 spines, random flows (a quarter up to 300 packets) over 4000 timeslots,
   // small buffers: drops, marks, retransmissions and timeouts all happen.
   const Topology topo = make_leaf_spine(3, 8, 2, 1, 1);
-  const FlowList flows = random_flows(topo.num_endpoints, 500, 4000, 5);
+  const FlowList flows = random_flows(topo.num_endpoints, 500, 4000, 5, 300);
   struct Case {
     const char* scheme;
     TransportKind kind;
