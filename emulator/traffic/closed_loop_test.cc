@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "api/rng.h"
+#include "emulator/config/config.h"
 #include "emulator/config/router_factory.h"
 #include "emulator/engine/engine.h"
 #include "emulator/engine/engine_test_util.h"
@@ -173,4 +174,27 @@ TEST_CASE("closed loop: a window-limited source promises quiet until its earlies
   // The far group runs t=0..3 with no arrivals: the earliest ACK is now (4 + 4) = 8.
   for (Timeslot now = 0; now < 4; ++now) far_src->emit(now, out.data(), local.data());
   REQUIRE(src->remote_quiet_until(1) == 8);
+}
+
+TEST_CASE("closed loop: the transport section is parsed strictly, errors name the field", "[traffic][transports][config]") {
+  const std::string base = std::string("network: {link_rate_gbps: 10}\n") +
+                           "topology: {kind: single_rack, endpoints: 4}\n"
+                           "workload: {kind: poisson, load: 0.3, size_cdf: " FLEXPLANE_SOURCE_DIR
+                           "/experiments/data/flow-sizes/web-search.cdf}\n";
+  auto parse = [&](const std::string& transport) {
+    return parse_run(YAML::Load(base + transport), "t.yaml", FLEXPLANE_SOURCE_DIR, "");
+  };
+  REQUIRE_FALSE(parse("").transport.enabled);
+  REQUIRE_FALSE(parse("transport: {kind: none, min_rto_us: 5}").transport.enabled);  // a variant switching it off
+  const RunConfig c = parse("transport: {kind: newreno, min_rto_us: 200, ack_latency: propagation}");
+  REQUIRE(c.transport.enabled);
+  REQUIRE(c.transport.kind == TransportKind::kReno);
+  REQUIRE(c.transport.params.min_rto_us == 200);
+  REQUIRE(c.transport.ack_latency == AckLatency::kPropagation);
+  REQUIRE(parse("transport: {kind: dctcp, dctcp_g: 0.125}").transport.params.dctcp_g == 0.125);
+  REQUIRE_THROWS_WITH(parse("transport: {kind: vegas}"), Catch::Contains("transport.kind") && Catch::Contains("vegas"));
+  REQUIRE_THROWS_WITH(parse("transport: {kind: dctcp, min_rto: 5}"), Catch::Contains("unknown parameter 'min_rto'"));
+  REQUIRE_THROWS_WITH(parse("transport: {kind: dctcp, ack_latency: slow}"), Catch::Contains("transport.ack_latency"));
+  REQUIRE_THROWS_WITH(parse("transport: {kind: dctcp, ack_every_pkts: 2}"),
+                      Catch::Contains("transport.ack_every_pkts"));
 }
