@@ -22,6 +22,7 @@ inline constexpr unsigned kMaxQueuesPerPort = 64;
 enum PacketFlag : uint8_t {
   kFlagEct = 1u << 0,  // ECN-capable transport: may be CE-marked instead of dropped
   kFlagCe = 1u << 1,   // congestion experienced (set by mark_ecn)
+  kFlagCwr = 1u << 2,  // RFC 3168 CWR from a closed-loop sender (transports/); schemes ignore it
 };
 
 struct Packet {

@@ -22,6 +22,7 @@
 #include "emulator/run/run.h"
 #include "emulator/topology/topology.h"
 #include "emulator/workload/traffic_pattern.h"
+#include "transports/transport.h"
 #include "api/version.h"
 
 using namespace flexplane;
@@ -77,6 +78,17 @@ void list_all() {
   if (!Registry<Router>::instance().all().empty()) list_components<Router>("Generic routers");
   list_components<TopologyKind>("Topology kinds (topology.kind)");
   list_components<TrafficPattern>("Traffic patterns (workload.pattern; parameters are workload keys)");
+  std::printf("\nTransports (transport.kind; closed-loop senders, docs/transports.md):\n"
+              "  none                     open loop: every packet sent once (default)\n"
+              "  newreno (= reno)         TCP NewReno, RTO per RFC 6298\n"
+              "  ecn                      NewReno + RFC 3168 ECN\n"
+              "  dctcp                    DCTCP (RFC 8257)\n"
+              "  pfabric                  pFabric's minimal rate control\n"
+              "      %-22s %-13s default %-8s %s\n",
+              "ack_latency", "string", "data_path", "ACK channel latency: data_path | propagation");
+  for (const auto& p : transport_param_schema().descs())
+    std::printf("      %-22s %-13s default %-8s %s\n", p.name.c_str(), p.type.c_str(), p.default_text.c_str(),
+                p.doc.c_str());
 }
 
 }  // namespace

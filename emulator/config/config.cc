@@ -170,6 +170,33 @@ LiveConfig parse_live(const YAML::Node& n, uint32_t num_endpoints, const std::st
   return live;
 }
 
+// `transport: {kind: none|newreno|reno|ecn|dctcp|pfabric, ack_latency: data_path|propagation, <TransportParams>}`.
+TransportConfig parse_transport(const YAML::Node& n, const std::string& file) {
+  TransportConfig t;
+  if (!n) return t;
+  require_map(n, file, "transport");
+  std::string kind = get_string(n, "kind", "none", file, "transport");
+  if (kind == "none") return t;  // other keys are ignored, so a variant can switch a base's transport off
+  if (kind == "newreno") kind = "reno";
+  t.enabled = true;
+  try {
+    t.kind = parse_transport_kind(kind, where(file, n["kind"], "transport.kind"));
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(e.what()) + "; or none, newreno");
+  }
+  t.ack_latency = parse_ack_latency(get_string(n, "ack_latency", "data_path", file, "transport"),
+                                    where(file, n["ack_latency"] ? n["ack_latency"] : n, "transport.ack_latency"));
+  YAML::Node params = YAML::Clone(n);
+  params.remove("ack_latency");
+  ParamValues values = to_params(params, "kind", file, "transport");
+  values.where = where(file, n, "transport");
+  t.params = transport_param_schema().parse(values, std::string("transport ") + transport_kind_name(t.kind));
+  if (t.params.ack_every_pkts != 1)
+    throw ConfigError(where(file, n["ack_every_pkts"], "transport.ack_every_pkts") +
+                      ": delayed ACKs are modelled (transports/receiver.h) but not yet driven by the engine; use 1");
+  return t;
+}
+
 }  // namespace
 
 RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::string& base_dir,
@@ -179,7 +206,7 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.variant = variant;
   c.resolved = YAML::Clone(root);
   check_keys(root, {"seed", "network", "topology", "routers", "endpoint", "workload", "run", "output", "variants",
-                    "description", "live"},
+                    "description", "live", "transport"},
              file, "");
   c.seed = get_uint(root, "seed", 1, 0, UINT64_MAX, file, "seed");
 
@@ -202,6 +229,8 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
     c.endpoint_ect = get_bool(n, "ect", true, file, "endpoint");
     c.endpoint_slack_ns = static_cast<uint32_t>(std::llround(get_double(n, "slack_us", 0, 0, 4e6, file, "endpoint") * 1e3));
   }
+
+  c.transport = parse_transport(root["transport"], file);
 
   if (const YAML::Node n = root["run"]) {
     check_keys(n, {"duration_ms", "drain_ms", "cores", "lookahead", "occupancy_interval_us", "packet_log"}, file, "run");

@@ -15,6 +15,7 @@
 
 #include "emulator/config/router_factory.h"
 #include "emulator/topology/topology.h"
+#include "emulator/traffic/closed_loop.h"
 #include "emulator/workload/workload.h"
 
 namespace flexplane {
@@ -49,6 +50,7 @@ struct RunConfig {
   std::string endpoint_priority = "auto";  // auto | none | flow_size | remaining_size
   bool endpoint_ect = true;
   uint32_t endpoint_slack_ns = 0;  // endpoint.slack_us: stamped into Packet::custom[0] (LSTF), 0 = none
+  TransportConfig transport;  // `transport:` (docs/config.md); kind none = open loop
   WorkloadSpec workload;
   Timeslot duration = 0;   // flow arrivals happen in [0, duration)
   Timeslot drain = 0;      // then this long for flows to finish

@@ -6,23 +6,13 @@
 #include "emulator/traffic/backlog_traffic.h"
 #include "emulator/traffic/flow_traffic.h"
 #include "emulator/config/router_factory.h"
+#include "emulator/engine/engine_test_util.h"
 
 using namespace flexplane;
+using flexplane::test::random_flows;
+using flexplane::test::routers_for;
 
 namespace {
-
-std::vector<std::unique_ptr<Router>> routers_for(const Topology& t, const std::string& scheme,
-                                                 std::vector<std::pair<std::string, std::string>> qm_params = {}) {
-  std::vector<std::unique_ptr<Router>> out;
-  for (size_t i = 0; i < t.routers.size(); ++i) {
-    RouterSpec spec;
-    spec.where = "test";
-    spec.scheme = scheme;
-    for (auto& [k, v] : qm_params) spec.queue_manager.params.set(k, v);
-    out.push_back(build_router(spec));
-  }
-  return out;
-}
 
 PacketEvent delivered(Timeslot t, uint32_t flow, uint32_t seq, EndpointId src, EndpointId dst) {
   PacketEvent e;
@@ -42,23 +32,6 @@ PacketEvent dropped(Timeslot t, uint32_t flow, uint32_t seq, EndpointId src, End
   e.port = port;
   e.reason = Reason::kQueueFull;
   return e;
-}
-
-FlowList random_flows(uint32_t endpoints, uint32_t count, Timeslot horizon, uint64_t seed) {
-  Rng rng(seed);
-  FlowList flows;
-  for (uint32_t i = 0; i < count; ++i) {
-    FlowSpec f;
-    f.src = static_cast<EndpointId>(rng.below(endpoints));
-    do f.dst = static_cast<EndpointId>(rng.below(endpoints));
-    while (f.dst == f.src);
-    f.size_pkts = 1 + rng.below(rng.below(4) == 0 ? 200 : 12);
-    f.start = rng.below(static_cast<uint32_t>(horizon));
-    flows.push_back(f);
-  }
-  std::sort(flows.begin(), flows.end(), [](const FlowSpec& a, const FlowSpec& b) { return a.start < b.start; });
-  for (uint32_t i = 0; i < count; ++i) flows[i].id = i;
-  return flows;
 }
 
 // Flows that mostly stay in their rack (`per_rack` endpoints each): one in

@@ -33,7 +33,8 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
   std::fprintf(out.f,
                "flow_id,src,dst,size_pkts,size_bytes,start_timeslot,finish_timeslot,start_us,fct_us,ideal_fct_us,"
                "slowdown,finished,delivered_pkts,marked_pkts,lost_pkts,first_sent_timeslot,network_fct_us,"
-               "network_slowdown\n");
+               "network_slowdown,sent_pkts,retransmits,timeouts,ecn_reductions\n");
+  const std::vector<SenderOutcome>& outcomes = traffic.sender_outcomes();  // empty: open loop
   const auto& flows = traffic.flows();
   const auto& states = traffic.states();
   for (size_t i = 0; i < flows.size(); ++i) {
@@ -68,15 +69,21 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
     // wait behind earlier flows in the source's FIFO NIC is excluded.
     const Timeslot sent = traffic.first_sent()[i];
     if (sent == FlowTraffic::kNotSent)
-      std::fprintf(out.f, ",,\n");
+      std::fprintf(out.f, ",,,");
     else if (!done)
-      std::fprintf(out.f, "%llu,,\n", static_cast<unsigned long long>(sent));
+      std::fprintf(out.f, "%llu,,,", static_cast<unsigned long long>(sent));
     else {
       const double net = (s.finish - sent + 1) * ts_us;
       std::fprintf(out.f, "%llu,%.4f,", static_cast<unsigned long long>(sent), net);
       opt(net / ideal, "%.6f");
-      std::fprintf(out.f, "\n");
+      std::fprintf(out.f, ",");
     }
+    // Closed loop: what the sender did (filled when its last packet was ACKed); open loop: empty.
+    if (!outcomes.empty() && outcomes[i].segments_sent)
+      std::fprintf(out.f, "%u,%u,%u,%u\n", outcomes[i].segments_sent, outcomes[i].retransmits, outcomes[i].timeouts,
+                   outcomes[i].ecn_reductions);
+    else
+      std::fprintf(out.f, ",,,\n");
   }
 }
 

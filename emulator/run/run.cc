@@ -40,6 +40,10 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "lookahead" << YAML::Value << c.lookahead;
   y << YAML::Key << "endpoint_priority" << YAML::Value << priority_stamp_name(stamp);
   y << YAML::Key << "endpoint_ect" << YAML::Value << c.endpoint_ect;
+  y << YAML::Key << "transport" << YAML::Value
+    << (c.transport.enabled ? transport_kind_name(c.transport.kind) : "none");
+  if (c.transport.enabled)
+    y << YAML::Key << "ack_latency" << YAML::Value << ack_latency_name(c.transport.ack_latency);
   y << YAML::Key << "routers" << YAML::Value << YAML::BeginMap;
   for (size_t i = 0; i < routers.size(); ++i) {
     const ResolvedRouter& r = routers[i];
@@ -86,6 +90,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   WorkloadStats wstats;
   const FlowList flows = generate_flows(c.workload, c.topology.num_endpoints, &wstats);
   FlowTraffic traffic(flows, c.topology.num_endpoints, stamping);
+  traffic.enable_transport(c.topology, c.transport, c.network.timeslot_ns());
 
   const EngineOptions opt = engine_options(c, c.cores);
   Engine engine(c.topology, std::move(routers), traffic, opt);

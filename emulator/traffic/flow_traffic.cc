@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/params.h"
+#include "emulator/traffic/closed_loop_internal.h"
 
 namespace flexplane {
 
@@ -147,12 +148,26 @@ FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, Endpoint
   }
 }
 
+FlowTraffic::~FlowTraffic() = default;
+
+void FlowTraffic::enable_transport(const Topology& topology, const TransportConfig& config, double timeslot_ns) {
+  if (topology.num_endpoints != num_endpoints_) throw ConfigError("transport: topology and flow list disagree");
+  closed_loop_ = config.enabled ? std::make_unique<ClosedLoopShared>(flows_, topology, config, timeslot_ns) : nullptr;
+}
+
+const std::vector<SenderOutcome>& FlowTraffic::sender_outcomes() const {
+  static const std::vector<SenderOutcome> none;
+  return closed_loop_ ? closed_loop_->outcomes : none;
+}
+
 std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
+  if (closed_loop_) return make_closed_loop_source(*closed_loop_, group, stamping_, first_sent_);
   return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_, first_sent_);
 }
 
 std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>& group, EventLog* log) {
   unexpected_.push_back(std::make_unique<uint64_t>(0));
+  if (closed_loop_) return make_closed_loop_sink(*closed_loop_, states_, group, log, unexpected_.back().get());
   return std::make_unique<FlowSink>(flows_, states_, group, num_endpoints_, log, unexpected_.back().get());
 }
 

@@ -1,7 +1,10 @@
 // Traffic from a flow list (workload generator or trace): each source endpoint
 // has one FIFO NIC queue that sends its flows, in arrival order, at line rate
-// (one abstract packet per timeslot). Open loop: nothing reacts to drops or
-// marks, and a dropped packet is never resent, so its flow never finishes.
+// (one abstract packet per timeslot). Open loop by default: nothing reacts to
+// drops or marks, and a dropped packet is never resent, so its flow never
+// finishes. With enable_transport() each flow is a closed-loop transport
+// instead (closed_loop.h): senders react to ACKs, marks and losses, and
+// retransmit until every packet has arrived.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +14,8 @@
 
 #include "api/endpoint_contract.h"
 #include "api/flow.h"
+#include "emulator/topology/topology.h"
+#include "emulator/traffic/closed_loop.h"
 #include "emulator/traffic/traffic.h"
 
 namespace flexplane {
@@ -22,9 +27,18 @@ struct FlowState {
   Timeslot finish = 0;  // timeslot its last packet arrived (valid when delivered == size)
 };
 
+struct ClosedLoopShared;
+
 class FlowTraffic final : public Traffic {
  public:
   FlowTraffic(const FlowList& flows, uint32_t num_endpoints, EndpointStamping stamping);
+  ~FlowTraffic() override;
+  // Drive every flow with a transport (before the engine is built). Throws
+  // ConfigError for settings the engine cannot drive.
+  void enable_transport(const Topology& topology, const TransportConfig& config, double timeslot_ns);
+  bool closed_loop() const { return closed_loop_ != nullptr; }
+  // Per flow, closed loop only (empty otherwise): what its sender did.
+  const std::vector<SenderOutcome>& sender_outcomes() const;
   std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) override;
   std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) override;
 
@@ -47,6 +61,7 @@ class FlowTraffic final : public Traffic {
   std::vector<FlowState> states_;
   std::vector<Timeslot> first_sent_;
   std::vector<std::unique_ptr<uint64_t>> unexpected_;  // one counter per sink (each on its own core)
+  std::unique_ptr<ClosedLoopShared> closed_loop_;
 };
 
 }  // namespace flexplane

@@ -1,0 +1,390 @@
+// Closed-loop flow traffic: the source, the sink and the ACK channels between
+// endpoint groups (design in closed_loop.h and docs/transports.md).
+#include "emulator/traffic/closed_loop.h"
+
+#include <algorithm>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <tuple>
+
+#include "api/params.h"
+#include "emulator/traffic/closed_loop_internal.h"
+#include "emulator/traffic/flow_traffic.h"
+#include "transports/receiver.h"
+#include "transports/tcp_sender.h"
+
+namespace flexplane {
+
+AckLatency parse_ack_latency(const std::string& s, const std::string& where) {
+  if (s == "data_path") return AckLatency::kDataPath;
+  if (s == "propagation") return AckLatency::kPropagation;
+  throw ConfigError(where + ": unknown ack_latency '" + s + "' (known: data_path, propagation)");
+}
+
+const char* ack_latency_name(AckLatency a) { return a == AckLatency::kDataPath ? "data_path" : "propagation"; }
+
+ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, const TransportConfig& config,
+                                   double timeslot_ns)
+    : flows(f), settings(resolve_transport(config.kind, config.params, timeslot_ns)) {
+  if (config.params.ack_every_pkts != 1)
+    throw ConfigError("transport.ack_every_pkts: delayed ACKs are modelled (transports/receiver.h) but not yet "
+                      "driven by the engine; use 1");
+  // Groups: the endpoints of each router that has endpoints, in router order (as the engine groups them).
+  std::vector<int32_t> group_of_router(topology.routers.size(), -1);
+  group_of.resize(topology.num_endpoints);
+  for (EndpointId e = 0; e < topology.num_endpoints; ++e) {
+    int32_t& g = group_of_router[topology.endpoint_port[e].router];
+    if (g < 0) g = 0;  // numbered below, in router order
+  }
+  num_groups = 0;
+  for (auto& g : group_of_router)
+    if (g >= 0) g = static_cast<int32_t>(num_groups++);
+  for (EndpointId e = 0; e < topology.num_endpoints; ++e)
+    group_of[e] = static_cast<uint32_t>(group_of_router[topology.endpoint_port[e].router]);
+
+  progress.reset(new GroupProgress[num_groups]);
+  arrival_index.assign(flows.size(), 0);
+  {
+    std::vector<uint32_t> count(num_groups, 0);  // flows are in start order: the source's arrival order
+    for (const FlowSpec& fl : flows) arrival_index[fl.id] = count[group_of[fl.src]]++;
+  }
+  local.resize(num_groups);
+  channels.resize(size_t{num_groups} * num_groups);
+  ack_delay.resize(flows.size());
+  base_rtt.resize(flows.size());
+  receivers.resize(flows.size());
+  outcomes.resize(flows.size());
+  for (const FlowSpec& fl : flows) {
+    Topology::Path fwd, rev;
+    const bool ok_fwd = topology.find_path(fl.src, fl.dst, fl.id, &fwd);
+    const bool ok_rev = topology.find_path(fl.dst, fl.src, fl.id, &rev);
+    Timeslot d = 1;
+    if (ok_rev)
+      d = config.ack_latency == AckLatency::kDataPath ? rev.latency : rev.latency - rev.links + 1;
+    else if (ok_fwd)
+      d = fwd.latency;
+    d = std::max<Timeslot>(d, 1);
+    ack_delay[fl.id] = d;
+    base_rtt[fl.id] = ok_fwd ? fwd.latency + d : 0;
+    const uint32_t g = group_of[fl.src], h = group_of[fl.dst];
+    if (g != h) {
+      auto& c = channels[size_t{h} * num_groups + g];
+      if (!c) c = std::make_unique<AckChannel>();
+      c->d_min = std::min(c->d_min, d);
+    }
+  }
+}
+
+namespace {
+
+// Min-heap orders: earliest first, ties broken by content so the order never
+// depends on which channel or core an ACK came from.
+struct AckLater {
+  bool operator()(const AckMsg& a, const AckMsg& b) const {
+    return std::tie(a.due, a.flow, a.ack.cum_ack, a.ack.trigger_seq, a.ack.ece) >
+           std::tie(b.due, b.flow, b.ack.cum_ack, b.ack.trigger_seq, b.ack.ece);
+  }
+};
+struct TimerEntry {
+  Timeslot deadline;
+  uint32_t arrival;  // index into the source's arrivals (flow order)
+  bool operator>(const TimerEntry& o) const { return std::tie(deadline, arrival) > std::tie(o.deadline, o.arrival); }
+};
+
+inline void relax(unsigned& spins) {
+  if (++spins < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return;
+  }
+  std::this_thread::yield();  // the group we wait for may share our CPU
+}
+
+class ClosedLoopSource final : public TrafficSource {
+ public:
+  ClosedLoopSource(ClosedLoopShared& sh, const std::vector<EndpointId>& group, EndpointStamping stamping,
+                   std::vector<Timeslot>& first_sent)
+      : sh_(sh), stamping_(stamping), first_sent_(first_sent), nics_(group.size()) {
+    group_ = sh.group_of[group.front()];
+    local_of_.assign(sh.group_of.size(), -1);
+    for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
+    for (const auto& f : sh.flows)
+      if (local_of_[f.src] >= 0) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of_[f.src]), local_of_[f.dst] < 0});
+    senders_.resize(arrivals_.size());
+    queued_timer_.assign(arrivals_.size(), kNever);
+    next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
+    for (size_t i = arrivals_.size(); i-- > 0;)
+      next_remote_start_[i] = arrivals_[i].remote ? sh.flows[arrivals_[i].flow].start : next_remote_start_[i + 1];
+    for (uint32_t h = 0; h < sh.num_groups; ++h)
+      if (AckChannel* c = sh.channels[size_t{h} * sh.num_groups + group_].get()) inbound_.push_back({h, c, 0});
+  }
+
+  uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
+    // This group's sink has delivered timeslot `now` (the engine runs it first).
+    sh_.progress[group_].delivered_before.store(now + 1, std::memory_order_release);
+    collect_acks(now);
+    while (!pending_.empty() && pending_.top().due <= now) {
+      const AckMsg m = pending_.top();
+      pending_.pop();
+      const uint32_t a = arrival_of(m.flow);
+      if (TcpSender* s = senders_[a].get()) {
+        s->on_ack(m.ack, now);
+        after_event(a, now);
+      }
+    }
+    while (!timers_.empty() && timers_.top().deadline <= now) {
+      const TimerEntry t = timers_.top();
+      timers_.pop();
+      if (queued_timer_[t.arrival] != t.deadline) continue;  // superseded
+      queued_timer_[t.arrival] = kNever;
+      if (TcpSender* s = senders_[t.arrival].get()) {
+        s->on_timer(now);
+        after_event(t.arrival, now);
+      }
+    }
+    while (next_arrival_ < arrivals_.size() && sh_.flows[arrivals_[next_arrival_].flow].start <= now) {
+      const uint32_t a = static_cast<uint32_t>(next_arrival_++);
+      const FlowSpec& f = sh_.flows[arrivals_[a].flow];
+      senders_[a] = std::make_unique<TcpSender>(sh_.settings, f.size_pkts, sh_.base_rtt[f.id]);
+      ++active_;
+      active_remote_ += arrivals_[a].remote;
+      after_event(a, now);
+    }
+    // Busy NICs in endpoint order (the engine's source contract).
+    uint32_t n = 0;
+    for (size_t w = 0; w < busy_.size(); ++w)
+      for (uint64_t bits = busy_[w]; bits; bits &= bits - 1) {
+        const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
+        Nic& nic = nics_[l];
+        const NicEntry e = nic.queue[nic.head];
+        const FlowSpec& f = sh_.flows[e.flow];
+        Packet& p = out[n];
+        p = Packet{};
+        p.flow = f.id;
+        p.seq = e.seg.seq;
+        p.src = f.src;
+        p.dst = f.dst;
+        p.size_bytes = stamping_.packet_bytes;
+        p.flags = static_cast<uint8_t>((e.seg.ect ? kFlagEct : 0) | (e.seg.cwr ? kFlagCwr : 0));
+        p.priority = stamping_.priority == PriorityStamp::kFlowSize        ? f.size_pkts
+                     : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - e.seg.seq
+                                                                           : 0;
+        p.custom[0] = stamping_.slack_ns;
+        local[n++] = l;
+        if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
+        remote_queued_ -= e.remote;
+        if (++nic.head == nic.queue.size()) {
+          nic.queue.clear();
+          nic.head = 0;
+          busy_[w] &= ~(1ull << (l & 63));
+        }
+      }
+    return n;
+  }
+
+  Timeslot remote_quiet_until(Timeslot now) override {
+    if (remote_queued_) return now + 1;
+    Timeslot q = next_remote_start_[next_arrival_];
+    if (active_remote_) {
+      // A remote sender has nothing to send until an ACK or its timer: the
+      // earliest queued timer (entries are never later than the real deadline),
+      // and the earliest ACK that may reach this group.
+      if (!timers_.empty()) q = std::min(q, timers_.top().deadline);
+      q = std::min(q, earliest_ack(now));
+    }
+    return std::max(now + 1, q);
+  }
+
+ private:
+  struct Arrival {
+    uint32_t flow;
+    uint32_t local;
+    bool remote;  // destination outside the group
+  };
+  struct NicEntry {
+    uint32_t flow;
+    Segment seg;
+    bool remote;
+  };
+  struct Nic {
+    std::vector<NicEntry> queue;  // FIFO from head
+    size_t head = 0;
+  };
+  struct Inbound {
+    uint32_t from;
+    AckChannel* channel;
+    Timeslot confirmed;  // every ACK the sender group produced before this is in pending_
+  };
+
+  uint32_t arrival_of(uint32_t flow) const { return sh_.arrival_index[flow]; }
+
+  // Move every ACK due by `now` into pending_: wait until each sending group
+  // has delivered timeslot now - d_min, then drain its channel.
+  void collect_acks(Timeslot now) {
+    for (AckMsg& m : sh_.local[group_].acks) pending_.push(m);
+    sh_.local[group_].acks.clear();
+    for (Inbound& in : inbound_) {
+      const Timeslot d = in.channel->d_min;
+      if (now + 1 > d) {
+        const Timeslot need = now + 1 - d;
+        if (in.confirmed < need) {
+          unsigned spins = 0;
+          Timeslot seen;
+          while ((seen = sh_.progress[in.from].delivered_before.load(std::memory_order_acquire)) < need) relax(spins);
+          in.confirmed = seen;
+          in.channel->drain(pending_buffer_);
+        }
+      }
+      for (const AckMsg& m : pending_buffer_) pending_.push(m);
+      pending_buffer_.clear();
+    }
+  }
+
+  // Lookahead only: the earliest timeslot an ACK not yet handled can be due.
+  Timeslot earliest_ack(Timeslot now) {
+    Timeslot e = pending_.empty() ? kNoRemoteTraffic : pending_.top().due;
+    for (Inbound& in : inbound_) {
+      const Timeslot seen = sh_.progress[in.from].delivered_before.load(std::memory_order_acquire);
+      if (seen > in.confirmed) {
+        in.confirmed = seen;
+        in.channel->drain(pending_buffer_);
+        for (const AckMsg& m : pending_buffer_) {
+          pending_.push(m);
+          e = std::min(e, m.due);
+        }
+        pending_buffer_.clear();
+      }
+      e = std::min(e, in.confirmed + in.channel->d_min);
+    }
+    (void)now;
+    return e;
+  }
+
+  // After an ACK, a timer or the start of flow `a`: queue what its window
+  // allows, re-arm its timer, retire it when done.
+  void after_event(uint32_t a, Timeslot now) {
+    TcpSender& s = *senders_[a];
+    const Arrival& ar = arrivals_[a];
+    Nic& nic = nics_[ar.local];
+    while (const std::optional<Segment> seg = s.next_send(now)) {
+      if (nic.queue.size() == nic.head) busy_bit(ar.local);
+      nic.queue.push_back({ar.flow, *seg, ar.remote});
+      remote_queued_ += ar.remote;
+    }
+    if (s.done()) {
+      SenderOutcome& o = sh_.outcomes[ar.flow];
+      const SenderStats& st = s.stats();
+      o.segments_sent = static_cast<uint32_t>(st.segments_sent);
+      o.retransmits = static_cast<uint32_t>(st.retransmits);
+      o.timeouts = static_cast<uint32_t>(st.timeouts);
+      o.ecn_reductions = static_cast<uint32_t>(st.ecn_reductions);
+      senders_[a].reset();
+      queued_timer_[a] = kNever;
+      --active_;
+      active_remote_ -= ar.remote;
+      return;
+    }
+    const Timeslot d = s.timer_deadline();
+    if (d < queued_timer_[a]) {  // later deadlines are found when the earlier entry pops
+      queued_timer_[a] = d;
+      timers_.push({d, a});
+    }
+  }
+
+  void busy_bit(uint32_t l) {
+    if (busy_.size() <= l / 64) busy_.resize(l / 64 + 1, 0);
+    busy_[l / 64] |= 1ull << (l & 63);
+  }
+
+  ClosedLoopShared& sh_;
+  EndpointStamping stamping_;
+  std::vector<Timeslot>& first_sent_;
+  uint32_t group_ = 0;
+  std::vector<int32_t> local_of_;
+  std::vector<Arrival> arrivals_;
+  size_t next_arrival_ = 0;
+  std::vector<Timeslot> next_remote_start_;
+  std::vector<std::unique_ptr<TcpSender>> senders_;  // by arrival; null before start and after done
+  std::vector<Timeslot> queued_timer_;                // by arrival: the live heap entry's deadline
+  std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>> timers_;
+  std::priority_queue<AckMsg, std::vector<AckMsg>, AckLater> pending_;
+  std::vector<AckMsg> pending_buffer_;
+  std::vector<Inbound> inbound_;
+  std::vector<Nic> nics_;
+  std::vector<uint64_t> busy_;
+  uint32_t active_ = 0, active_remote_ = 0;
+  uint32_t remote_queued_ = 0;  // segments for outside the group in the NICs
+};
+
+class ClosedLoopSink final : public TrafficSink {
+ public:
+  ClosedLoopSink(ClosedLoopShared& sh, std::vector<FlowState>& states, const std::vector<EndpointId>& group,
+                 EventLog* log, uint64_t* unexpected)
+      : sh_(sh), states_(states), here_(sh.group_of.size(), false), log_(log), unexpected_(unexpected) {
+    group_ = sh.group_of[group.front()];
+    for (EndpointId e : group) here_[e] = true;
+    out_.resize(sh.num_groups);
+  }
+
+  void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
+    for (uint32_t i = 0; i < n; ++i) {
+      const Packet& p = pkts[i];
+      if (__builtin_expect(p.flow >= states_.size() || p.dst >= here_.size() || !here_[p.dst] ||
+                               sh_.flows[p.flow].dst != p.dst || p.seq >= sh_.flows[p.flow].size_pkts,
+                           0)) {
+        ++*unexpected_;
+        continue;
+      }
+      const FlowSpec& f = sh_.flows[p.flow];
+      auto& r = sh_.receivers[p.flow];
+      if (!r) r = std::make_unique<Receiver>(sh_.settings);
+      const uint64_t dups = r->stats().duplicates;
+      const Receiver::Acks acks = r->on_data(p.seq, p.ce(), p.flags & kFlagCwr, now);
+      FlowState& s = states_[p.flow];
+      if (r->stats().duplicates == dups) {  // a packet not seen before
+        if (p.ce()) ++s.marked;
+        if (++s.delivered == f.size_pkts) s.finish = now;
+      }
+      if (log_ && log_->log_deliveries()) log_->on_deliver(p, now);
+      const uint32_t to = sh_.group_of[f.src];
+      for (uint32_t k = 0; k < acks.n; ++k) {
+        const AckMsg m{now + sh_.ack_delay[p.flow], p.flow, acks.ack[k]};
+        if (to == group_)
+          sh_.local[group_].acks.push_back(m);
+        else
+          out_[to].push_back(m);
+      }
+    }
+    for (uint32_t h = 0; h < sh_.num_groups; ++h)
+      if (!out_[h].empty()) {
+        sh_.channels[size_t{group_} * sh_.num_groups + h]->append(out_[h]);
+        out_[h].clear();
+      }
+  }
+
+ private:
+  ClosedLoopShared& sh_;
+  std::vector<FlowState>& states_;
+  uint32_t group_ = 0;
+  std::vector<bool> here_;
+  EventLog* log_;
+  uint64_t* unexpected_;
+  std::vector<std::vector<AckMsg>> out_;  // by receiving group, one deliver() call's ACKs
+};
+
+}  // namespace
+
+std::unique_ptr<TrafficSource> make_closed_loop_source(ClosedLoopShared& sh, const std::vector<EndpointId>& group,
+                                                       EndpointStamping stamping, std::vector<Timeslot>& first_sent) {
+  return std::make_unique<ClosedLoopSource>(sh, group, stamping, first_sent);
+}
+
+std::unique_ptr<TrafficSink> make_closed_loop_sink(ClosedLoopShared& sh, std::vector<FlowState>& states,
+                                                   const std::vector<EndpointId>& group, EventLog* log,
+                                                   uint64_t* unexpected) {
+  return std::make_unique<ClosedLoopSink>(sh, states, group, log, unexpected);
+}
+
+}  // namespace flexplane

@@ -1,0 +1,92 @@
+// Shared state of closed-loop traffic (closed_loop.cc), owned by FlowTraffic.
+// Each field says which core writes it.
+#pragma once
+
+#include <atomic>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "api/endpoint_contract.h"
+#include "api/flow.h"
+#include "emulator/engine/event_log.h"
+#include "emulator/topology/topology.h"
+#include "emulator/traffic/closed_loop.h"
+#include "emulator/traffic/traffic.h"
+#include "transports/receiver.h"
+
+namespace flexplane {
+
+struct FlowState;
+
+inline constexpr Timeslot FlowTrafficNotSent = ~Timeslot{0};
+
+// One ACK on its way back: due = the timeslot it reaches the sender.
+struct AckMsg {
+  Timeslot due;
+  uint32_t flow;
+  Ack ack;
+};
+
+// ACKs from the receivers of one group to the senders of another. The writer
+// appends one batch per deliver() call; the reader takes everything. A mutex
+// keeps it unbounded (a bounded ring could fill while its reader waits for
+// the writer's core) and each side takes it at most once per timeslot.
+struct AckChannel {
+  Timeslot d_min = std::numeric_limits<Timeslot>::max();  // smallest ACK latency of its flows, >= 1
+  void append(const std::vector<AckMsg>& batch) {
+    std::lock_guard<std::mutex> g(mu);
+    acks.insert(acks.end(), batch.begin(), batch.end());
+    has.store(true, std::memory_order_release);
+  }
+  void drain(std::vector<AckMsg>& out) {
+    if (!has.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> g(mu);
+    out.insert(out.end(), acks.begin(), acks.end());
+    acks.clear();
+    has.store(false, std::memory_order_relaxed);
+  }
+
+ private:
+  std::mutex mu;
+  std::vector<AckMsg> acks;
+  std::atomic<bool> has{false};
+};
+
+// Written by the group's source at the start of each emit(): the first
+// timeslot whose deliveries (and so whose ACKs) the group has not finished.
+struct alignas(64) GroupProgress {
+  std::atomic<Timeslot> delivered_before{0};
+};
+
+// ACKs between a group's own endpoints: written by its sink, read by its
+// source, both on the group's core.
+struct LocalAcks {
+  std::vector<AckMsg> acks;
+};
+
+struct ClosedLoopShared {
+  ClosedLoopShared(const FlowList& flows, const Topology& topology, const TransportConfig& config, double timeslot_ns);
+
+  const FlowList& flows;
+  TransportSettings settings;
+  std::vector<uint32_t> group_of;       // by endpoint: its group (routers with endpoints, in router order)
+  uint32_t num_groups = 0;
+  std::vector<uint32_t> arrival_index;  // by flow: its index among its source group's flows
+  std::vector<Timeslot> ack_delay;      // by flow: receiver -> sender, timeslots (>= 1)
+  std::vector<Timeslot> base_rtt;       // by flow: forward path latency + ack_delay
+  std::unique_ptr<GroupProgress[]> progress;            // by group
+  std::vector<LocalAcks> local;                         // by group
+  std::vector<std::unique_ptr<AckChannel>> channels;    // [writer group * num_groups + reader group]; null: unused
+  std::vector<std::unique_ptr<Receiver>> receivers;     // by flow: written by the destination's core
+  std::vector<SenderOutcome> outcomes;                  // by flow: written by the source's core when done
+};
+
+std::unique_ptr<TrafficSource> make_closed_loop_source(ClosedLoopShared& sh, const std::vector<EndpointId>& group,
+                                                       EndpointStamping stamping, std::vector<Timeslot>& first_sent);
+std::unique_ptr<TrafficSink> make_closed_loop_sink(ClosedLoopShared& sh, std::vector<FlowState>& states,
+                                                   const std::vector<EndpointId>& group, EventLog* log,
+                                                   uint64_t* unexpected);
+
+}  // namespace flexplane

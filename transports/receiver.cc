@@ -1,0 +1,115 @@
+#include "transports/receiver.h"
+
+#include <string>
+
+#include "api/params.h"
+
+namespace flexplane {
+
+namespace {
+// Keep at most this many bitset words below rcv_nxt before compacting.
+constexpr uint32_t kCompactWords = 32;
+}  // namespace
+
+Receiver::Receiver(EcnEcho echo, uint32_t ack_every, Timeslot delayed_ack)
+    : echo_(echo), ack_every_(ack_every), delayed_ack_(delayed_ack) {
+  if (ack_every == 0) throw ConfigError("transport: ack_every_pkts must be at least 1");
+  if (ack_every > 1 && delayed_ack == 0) throw ConfigError("transport: delayed ACKs need a timeout of at least 1 timeslot");
+}
+
+bool Receiver::have(uint32_t seq) const {
+  if (seq < rcv_nxt_) return true;
+  if (!ooo_count_) return false;
+  const uint32_t i = seq - ooo_base_;
+  return i / 64 < ooo_.size() && (ooo_[i / 64] >> (i % 64) & 1);
+}
+
+void Receiver::remember(uint32_t seq) {
+  if (!ooo_count_) {
+    ooo_.clear();
+    ooo_base_ = rcv_nxt_ & ~63u;
+  }
+  const uint32_t i = seq - ooo_base_;
+  if (i / 64 >= ooo_.size()) ooo_.resize(i / 64 + 1, 0);
+  ooo_[i / 64] |= uint64_t{1} << (i % 64);
+  ++ooo_count_;
+}
+
+Receiver::Acks Receiver::on_data(uint32_t seq, bool ce, bool cwr, Timeslot now) {
+  Acks out;
+  ++stats_.packets;
+  if (ce) ++stats_.ce_packets;
+
+  bool ece = false;
+  bool ack_now = false;
+  switch (echo_) {
+    case EcnEcho::kNone: break;
+    case EcnEcho::kRfc3168:
+      if (cwr) ece_latched_ = false;
+      if (ce) ece_latched_ = true;
+      ece = ece_latched_;
+      break;
+    case EcnEcho::kPerPacket:
+      if (ce != ce_state_) {
+        if (pending_) {  // ACK what came before, with the state it had
+          out.push(make_ack(last_seq_, ce_state_));
+          pending_ = 0;
+          delack_deadline_ = kNever;
+        }
+        ce_state_ = ce;
+        ack_now = true;
+      }
+      ece = ce_state_;
+      break;
+  }
+
+  if (have(seq) || seq > rcv_nxt_) {
+    // A duplicate, or a packet beyond a hole: ACK at once (duplicate ACK).
+    if (seq > rcv_nxt_ && !have(seq)) {
+      ++stats_.out_of_order;
+      remember(seq);
+    } else {
+      ++stats_.duplicates;
+    }
+    out.push(make_ack(seq, ece));
+    pending_ = 0;
+    delack_deadline_ = kNever;
+    return out;
+  }
+
+  // In order.
+  ++rcv_nxt_;
+  if (ooo_count_) {
+    while (have(rcv_nxt_)) {
+      ++rcv_nxt_;
+      --ooo_count_;
+    }
+    ack_now = true;  // filled (part of) a hole
+    const uint32_t below = (rcv_nxt_ - ooo_base_) / 64;
+    if (ooo_count_ && below >= kCompactWords) {
+      ooo_.erase(ooo_.begin(), ooo_.begin() + below);
+      ooo_base_ += below * 64;
+    }
+  }
+  last_seq_ = seq;
+  ++pending_;
+  if (ack_now || pending_ >= ack_every_) {
+    out.push(make_ack(seq, ece));
+    pending_ = 0;
+    delack_deadline_ = kNever;
+  } else if (delack_deadline_ == kNever) {
+    delack_deadline_ = now + delayed_ack_;
+  }
+  return out;
+}
+
+std::optional<Ack> Receiver::on_timer(Timeslot now) {
+  if (delack_deadline_ == kNever || now < delack_deadline_) return std::nullopt;
+  delack_deadline_ = kNever;
+  if (!pending_) return std::nullopt;
+  pending_ = 0;
+  const bool ece = echo_ == EcnEcho::kRfc3168 ? ece_latched_ : echo_ == EcnEcho::kPerPacket && ce_state_;
+  return make_ack(last_seq_, ece);
+}
+
+}  // namespace flexplane

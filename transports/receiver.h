@@ -1,0 +1,82 @@
+// The receiving side of one flow: cumulative ACKs with ECN echo.
+//
+// Principles
+// - ACK policy (RFC 5681 §4.2): an out-of-order or duplicate packet, and one
+//   that fills a hole, is ACKed at once; in-order packets are ACKed every
+//   `ack_every` packets (1 = every packet, the default) or when the delayed-ACK
+//   timer (`delayed_ack` timeslots) expires.
+// - ECN echo (EcnEcho): kRfc3168 latches ECE from a CE arrival until a CWR
+//   arrival; kPerPacket is DCTCP's state machine (RFC 8257 §3.2): ECE tells
+//   whether the packets this ACK covers were CE-marked. With delayed ACKs, a
+//   change of CE state first flushes an ACK for the packets received before it
+//   (with the old state) and then ACKs the new packet at once, so the sender
+//   sees exactly how many packets were marked. With ack_every = 1 every ACK
+//   simply echoes its packet's CE bit.
+// - Out-of-order packets are remembered in a bitset that grows with the
+//   highest seq seen beyond the hole; in-order flows never allocate it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace flexplane {
+
+struct ReceiverStats {
+  uint64_t packets = 0;
+  uint64_t out_of_order = 0;
+  uint64_t duplicates = 0;
+  uint64_t ce_packets = 0;
+  uint64_t acks = 0;
+};
+
+class Receiver {
+ public:
+  // At most two ACKs answer one packet (DCTCP's flush + the immediate ACK).
+  struct Acks {
+    Ack ack[2];
+    uint32_t n = 0;
+    void push(const Ack& a) { ack[n++] = a; }
+  };
+
+  Receiver(EcnEcho echo, uint32_t ack_every = 1, Timeslot delayed_ack = 1);
+  explicit Receiver(const TransportSettings& s)
+      : Receiver(ecn_echo_for(s.kind), s.ack_every_pkts, s.delayed_ack) {}
+
+  // Data packet `seq` arrived at `now` (ce: CE-marked; cwr: the sender's CWR flag).
+  Acks on_data(uint32_t seq, bool ce, bool cwr, Timeslot now);
+  // Call at or after timer_deadline(): the delayed ACK, if one is due.
+  std::optional<Ack> on_timer(Timeslot now);
+  Timeslot timer_deadline() const { return delack_deadline_; }
+
+  uint32_t next_expected() const { return rcv_nxt_; }
+  const ReceiverStats& stats() const { return stats_; }
+
+ private:
+  bool have(uint32_t seq) const;
+  void remember(uint32_t seq);
+  Ack make_ack(uint32_t trigger, bool ece) {
+    ++stats_.acks;
+    return Ack{rcv_nxt_, trigger, ece};
+  }
+
+  EcnEcho echo_;
+  uint32_t ack_every_;
+  Timeslot delayed_ack_;
+  uint32_t rcv_nxt_ = 0;
+  // Out-of-order packets: bit (seq - ooo_base_) for seq >= rcv_nxt.
+  std::vector<uint64_t> ooo_;
+  uint32_t ooo_base_ = 0;  // multiple of 64, <= rcv_nxt while ooo_ is in use
+  uint32_t ooo_count_ = 0;
+
+  uint32_t pending_ = 0;        // in-order packets not yet ACKed
+  uint32_t last_seq_ = 0;       // the latest packet (trigger of a delayed ACK)
+  Timeslot delack_deadline_ = kNever;
+  bool ece_latched_ = false;    // kRfc3168
+  bool ce_state_ = false;       // kPerPacket: CE state of the packets not yet ACKed
+  ReceiverStats stats_;
+};
+
+}  // namespace flexplane

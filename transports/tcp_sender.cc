@@ -1,0 +1,244 @@
+#include "transports/tcp_sender.h"
+
+#include <algorithm>
+
+namespace flexplane {
+
+namespace {
+constexpr uint64_t kUnit = TcpSender::kCwndUnit;
+constexpr uint64_t kUnlimited = uint64_t{1} << 62;
+
+uint32_t ring_size_for(uint64_t n) {
+  uint32_t c = 16;
+  while (c < n) c *= 2;
+  return c;
+}
+}  // namespace
+
+TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Timeslot base_rtt)
+    : s_(settings),
+      size_(size_pkts),
+      fast_retransmit_(settings.kind != TransportKind::kPfabric),
+      alpha_(settings.dctcp_g, settings.dctcp_initial_alpha),
+      rtt_(settings.min_rto, settings.max_rto, settings.initial_rto) {
+  if (size_pkts == 0) throw ConfigError("transport: a flow carries at least 1 packet");
+  uint64_t iw = s_.initial_cwnd_pkts;
+  if (s_.kind == TransportKind::kPfabric) {
+    iw = s_.pfabric_initial_cwnd_pkts ? s_.pfabric_initial_cwnd_pkts : base_rtt;
+    fixed_rto_ = s_.pfabric_rto ? s_.pfabric_rto : 3 * base_rtt;
+    if (iw == 0 || fixed_rto_ == 0)
+      throw ConfigError("transport pfabric: the path's base RTT is unknown, so pfabric_initial_cwnd_pkts and "
+                        "pfabric_rto_us must be set");
+  } else if (base_rtt > 0) {
+    rtt_.sample(base_rtt);  // what the handshake would have measured
+  }
+  cwnd_ = std::min<uint64_t>(std::max<uint64_t>(iw, 1), s_.max_cwnd_pkts) * kUnit;
+  ssthresh_ = s_.initial_ssthresh_pkts ? uint64_t{s_.initial_ssthresh_pkts} * kUnit : kUnlimited;
+  const uint32_t ring = ring_size_for(std::min<uint64_t>(size_, std::max<uint64_t>(2 * iw, 16)));
+  sent_.assign(ring, 0);
+  sent_mask_ = ring - 1;
+}
+
+Timeslot TcpSender::rto() const { return fixed_rto_ ? fixed_rto_ : rtt_.rto(); }
+
+bool TcpSender::can_send() const {
+  if (done()) return false;
+  if (rtx_pending_) return true;
+  if (snd_nxt_ >= size_) return false;
+  uint64_t window = cwnd_ / kUnit;
+  // RFC 3042 limited transmit: one new segment for each of the first two
+  // duplicate ACKs, so a small window still gets to three; never beyond the
+  // receive window.
+  if (fast_retransmit_ && !in_recovery_ && dupacks_ < s_.dupack_threshold && snd_nxt_ == high_tx_)
+    window += std::min<uint32_t>(dupacks_, 2);
+  return snd_nxt_ - snd_una_ < std::min<uint64_t>(window, s_.max_cwnd_pkts);
+}
+
+Timeslot TcpSender::quiet_until(Timeslot now, Timeslot earliest_ack) const {
+  if (done()) return kNever;
+  if (can_send()) return now;
+  Timeslot t = rto_deadline_;
+  if (high_tx_ > snd_una_) t = std::min(t, earliest_ack);
+  return std::max(t, now);
+}
+
+uint64_t TcpSender::loss_ssthresh() const {
+  const uint64_t flight = uint64_t{high_tx_ - snd_una_} * kUnit;
+  return std::max(flight / 2, 2 * kUnit);
+}
+
+void TcpSender::grow(uint32_t acked) {
+  // Slow start: one packet per packet ACKed, up to ssthresh (the rest counts
+  // towards congestion avoidance, as in Linux's tcp_slow_start).
+  if (cwnd_ < ssthresh_) {
+    const uint64_t room_pkts = (ssthresh_ - cwnd_ + kUnit - 1) / kUnit;
+    const uint32_t ss = static_cast<uint32_t>(std::min<uint64_t>(acked, room_pkts));
+    cwnd_ = std::min(cwnd_ + uint64_t{ss} * kUnit, ssthresh_);
+    acked -= ss;
+  }
+  // Congestion avoidance: one packet per cwnd packets ACKed.
+  if (acked) {
+    ca_acked_ += acked;
+    const uint64_t w = std::max<uint64_t>(cwnd_ / kUnit, 1);
+    if (ca_acked_ >= w) {
+      cwnd_ += (ca_acked_ / w) * kUnit;
+      ca_acked_ = static_cast<uint32_t>(ca_acked_ % w);
+    }
+  }
+  cwnd_ = std::min(cwnd_, window_cap());
+}
+
+void TcpSender::react_to_ece() {
+  ++stats_.ecn_reductions;
+  const uint64_t target = s_.kind == TransportKind::kDctcp ? alpha_.reduce(cwnd_) : cwnd_ / 2;
+  ssthresh_ = std::max(target, 2 * kUnit);
+  cwnd_ = std::min(cwnd_, ssthresh_);
+  ca_acked_ = 0;
+  ecn_recover_ = high_tx_;
+  cwr_pending_ = true;
+}
+
+void TcpSender::enter_fast_recovery() {
+  ++stats_.fast_retransmits;
+  ssthresh_ = loss_ssthresh();
+  cwnd_ = ssthresh_ + 3 * kUnit;
+  ca_acked_ = 0;
+  in_recovery_ = true;
+  recover_ = high_tx_;
+  rtx_pending_ = true;
+  cwr_pending_ = ecn_capable();
+}
+
+void TcpSender::handle_dupack() {
+  ++stats_.dup_acks;
+  ++dupacks_;
+  if (in_recovery_) {
+    cwnd_ += kUnit;  // each duplicate ACK means a packet has left the network
+    return;
+  }
+  // RFC 6582: no new recovery for duplicates of data sent before the last
+  // recovery or timeout began (snd_una below `recover`).
+  if (fast_retransmit_ && dupacks_ == s_.dupack_threshold && snd_una_ >= recover_) enter_fast_recovery();
+}
+
+void TcpSender::maybe_sample_rtt(uint32_t trigger, uint32_t cum_ack, Timeslot now) {
+  if (fixed_rto_ || trigger < snd_una_ || trigger >= cum_ack) return;
+  const Timeslot sent = sent_[trigger & sent_mask_];
+  if (sent & kRetxBit) return;  // Karn: ambiguous
+  rtt_.sample(now - sent);
+}
+
+void TcpSender::restart_timer(Timeslot now) {
+  rto_deadline_ = snd_una_ == high_tx_ ? kNever : now + rto();
+}
+
+void TcpSender::on_ack(const Ack& a, Timeslot now) {
+  if (a.cum_ack > high_tx_) {
+    ++stats_.invalid_acks;
+    return;
+  }
+  if (a.cum_ack < snd_una_) {
+    ++stats_.stale_acks;
+    return;
+  }
+  const uint32_t acked = a.cum_ack - snd_una_;
+  if (acked == 0 && high_tx_ == snd_una_) return;  // nothing outstanding: a late duplicate
+  if (a.ece) ++stats_.ece_acks;
+  if (acked) {
+    maybe_sample_rtt(a.trigger_seq, a.cum_ack, now);
+    snd_una_ = a.cum_ack;
+    snd_nxt_ = std::max(snd_nxt_, snd_una_);
+    consecutive_timeouts_ = 0;
+  }
+  if (s_.kind == TransportKind::kDctcp) alpha_.on_ack(acked ? acked : 1, a.ece, snd_una_, high_tx_);
+
+  // ECN: at most one reduction per window, none during loss recovery. An ACK
+  // that covers only data sent before the last reduction neither reduces nor
+  // grows the window (it may still echo the marks that caused the reduction).
+  bool reduced = false;
+  if (ecn_capable() && a.ece && !in_recovery_ && snd_una_ >= recover_ && snd_una_ > ecn_recover_) {
+    react_to_ece();
+    reduced = true;
+  }
+
+  if (!acked) {
+    handle_dupack();
+    return;
+  }
+  if (in_recovery_) {
+    if (snd_una_ >= recover_) {  // full ACK: recovery is over
+      cwnd_ = ssthresh_;
+      in_recovery_ = false;
+      dupacks_ = 0;
+      rtx_pending_ = false;  // the hole was filled before the retransmission left
+    } else {  // partial ACK (RFC 6582): the next hole is lost too
+      ++stats_.partial_acks;
+      rtx_pending_ = true;
+      const uint64_t dec = uint64_t{acked} * kUnit;
+      cwnd_ = (cwnd_ > dec ? cwnd_ - dec : 0) + kUnit;
+    }
+  } else {
+    dupacks_ = 0;
+    if (!reduced && snd_una_ > ecn_recover_) grow(acked);
+  }
+  restart_timer(now);
+}
+
+void TcpSender::on_timer(Timeslot now) {
+  if (rto_deadline_ == kNever || now < rto_deadline_) return;
+  ++stats_.timeouts;
+  if (consecutive_timeouts_ == 0) ssthresh_ = loss_ssthresh();
+  ++consecutive_timeouts_;
+  cwnd_ = kUnit;
+  ca_acked_ = 0;
+  in_recovery_ = false;
+  dupacks_ = 0;
+  rtx_pending_ = false;
+  recover_ = high_tx_;
+  snd_nxt_ = snd_una_;  // go-back-N from the first unacknowledged packet
+  cwr_pending_ = ecn_capable();
+  if (!fixed_rto_) rtt_.backoff();
+  rto_deadline_ = kNever;  // re-armed when the retransmission leaves (RFC 6298 5.4-5.6)
+}
+
+void TcpSender::record_sent(uint32_t seq, Timeslot now, bool retransmit) {
+  if (uint64_t{high_tx_} - snd_una_ > sent_.size()) {
+    // The window outgrew the ring: double it, keeping [snd_una, high_tx) (seq
+    // is at most high_tx - 1 and was not in the ring yet).
+    uint32_t size = static_cast<uint32_t>(sent_.size());
+    while (uint64_t{high_tx_} - snd_una_ > size) size *= 2;
+    std::vector<Timeslot> bigger(size, 0);
+    for (uint32_t s = snd_una_; s < high_tx_; ++s)
+      if (s != seq) bigger[s & (size - 1)] = sent_[s & sent_mask_];
+    sent_.swap(bigger);
+    sent_mask_ = size - 1;
+  }
+  sent_[seq & sent_mask_] = now | (retransmit ? kRetxBit : 0);
+  ++stats_.segments_sent;
+  if (retransmit) ++stats_.retransmits;
+  if (rto_deadline_ == kNever) rto_deadline_ = now + rto();
+}
+
+std::optional<Segment> TcpSender::next_send(Timeslot now) {
+  if (!can_send()) return std::nullopt;
+  Segment seg;
+  if (rtx_pending_) {
+    rtx_pending_ = false;
+    seg.seq = snd_una_;
+    seg.retransmit = true;
+  } else {
+    seg.seq = snd_nxt_++;
+    seg.retransmit = seg.seq < high_tx_;
+    high_tx_ = std::max(high_tx_, snd_nxt_);
+    if (cwr_pending_ && !seg.retransmit) {
+      seg.cwr = true;
+      cwr_pending_ = false;
+    }
+  }
+  // RFC 3168 §6.1.5: retransmissions are not ECT; DCTCP (RFC 8257, Linux) sends all ECT.
+  seg.ect = s_.kind == TransportKind::kDctcp || (s_.kind == TransportKind::kEcn && !seg.retransmit);
+  record_sent(seg.seq, now, seg.retransmit);
+  return seg;
+}
+
+}  // namespace flexplane

@@ -1,0 +1,152 @@
+// The sending side of one flow: TCP NewReno, ECN, DCTCP or pFabric's rate
+// control over abstract packets (see transport.h for the kinds).
+//
+// Principles
+// - Window in 1/1024 packets (kCwndUnit), like ns-3 keeps bytes: DCTCP's
+//   fractional cuts persist instead of rounding to whole packets, while the
+//   number of packets in flight is the whole part. Growth follows Linux:
+//   slow start adds one packet per packet ACKed up to ssthresh; congestion
+//   avoidance adds one packet per cwnd packets ACKed (tcp_cong_avoid_ai).
+// - Loss recovery is NewReno without SACK (RFC 5681, RFC 6582): fast
+//   retransmit on `dupack_threshold` duplicate ACKs, ssthresh = max(flight/2, 2),
+//   cwnd = ssthresh + 3 inflated by one per further duplicate, a partial ACK
+//   retransmits the next hole and deflates by the data it ACKed (+1), a full
+//   ACK sets cwnd = ssthresh. An RTO sets cwnd = 1 and resends from snd_una
+//   (go-back-N, as a SACK-less TCP does); ssthresh is halved only on the
+//   first of consecutive timeouts; the RTO doubles until a fresh RTT sample.
+// - ECN (ecn, dctcp) reacts at most once per window of data: on ECE, unless in
+//   loss recovery or within the window of the last reduction, ssthresh = cwnd/2
+//   (ecn) or cwnd × (1 − alpha/2) (dctcp), floor 2 packets; cwnd = ssthresh at
+//   once (Linux and ns-3 reach the same value over one RTT with PRR); no growth
+//   until the window ends; CWR rides on the next new data segment. Losses are
+//   handled as in reno (RFC 8257 §3.5: a DCTCP sender halves on loss).
+// - RTT samples (RFC 6298) come from the ACK's trigger_seq: the sender
+//   remembers when it last sent each outstanding seq and skips retransmitted
+//   ones (Karn), the information a timestamp echo would give.
+// - pfabric: initial window = the path's BDP, no fast retransmit, fixed RTO
+//   without backoff, after a timeout slow start from 1 (ssthresh = flight/2).
+//   The paper's probe mode (small probes after repeated timeouts) has no
+//   counterpart with fixed-size abstract packets: a flow that keeps timing out
+//   already sends one packet per RTO.
+//
+// Cost: on_ack, next_send and on_timer are O(1) (no allocation except when
+// the window outgrows the send-time ring, which doubles).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "transports/dctcp_alpha.h"
+#include "transports/rtt_estimator.h"
+#include "transports/transport.h"
+
+namespace flexplane {
+
+struct SenderStats {
+  uint64_t segments_sent = 0;
+  uint64_t retransmits = 0;        // segments sent more than once
+  uint64_t fast_retransmits = 0;   // recovery episodes entered on duplicate ACKs
+  uint64_t partial_acks = 0;
+  uint64_t timeouts = 0;
+  uint64_t ecn_reductions = 0;     // window cuts on ECE
+  uint64_t ece_acks = 0;
+  uint64_t dup_acks = 0;
+  uint64_t stale_acks = 0;         // below snd_una: reordered or duplicated ACKs, ignored
+  uint64_t invalid_acks = 0;       // ACK beyond anything sent: ignored
+};
+
+class TcpSender {
+ public:
+  static constexpr uint64_t kCwndUnit = 1024;  // cwnd units per packet
+
+  // size_pkts >= 1. base_rtt: the path's unloaded round-trip time in
+  // timeslots (0 = unknown). If known it seeds the RTT estimator, as the
+  // handshake's SYN/SYN-ACK sample does in a real stack, and gives pfabric
+  // its BDP window and RTO. pfabric needs it unless both pfabric values are
+  // set explicitly (ConfigError otherwise).
+  TcpSender(const TransportSettings& settings, uint32_t size_pkts, Timeslot base_rtt = 0);
+
+  // An ACK arrived at `now`.
+  void on_ack(const Ack& ack, Timeslot now);
+  // The next segment to put on the wire at `now`, if the window allows one:
+  // a pending retransmission first, then new data (or go-back-N resends).
+  std::optional<Segment> next_send(Timeslot now);
+  // Call at or after timer_deadline(); does nothing if the timer is not due.
+  void on_timer(Timeslot now);
+
+  Timeslot timer_deadline() const { return rto_deadline_; }  // kNever when not armed
+  bool can_send() const;
+  // Lookahead: the sender will not send before the returned timeslot, given
+  // that no ACK reaches it before `earliest_ack` (the owner's bound: now + the
+  // shortest reverse delay if packets are in flight). `now` if it can send now.
+  Timeslot quiet_until(Timeslot now, Timeslot earliest_ack) const;
+  bool done() const { return snd_una_ == size_; }
+
+  // State, for tests, stats and traces.
+  TransportKind kind() const { return s_.kind; }
+  uint32_t size_pkts() const { return size_; }
+  uint64_t cwnd_units() const { return cwnd_; }
+  uint32_t cwnd_pkts() const { return static_cast<uint32_t>(cwnd_ / kCwndUnit); }
+  uint64_t ssthresh_units() const { return ssthresh_; }
+  uint32_t snd_una() const { return snd_una_; }
+  uint32_t snd_nxt() const { return snd_nxt_; }
+  uint32_t high_tx() const { return high_tx_; }
+  uint32_t in_flight() const { return snd_nxt_ - snd_una_; }
+  bool in_fast_recovery() const { return in_recovery_; }
+  uint32_t dup_acks() const { return dupacks_; }
+  Timeslot rto() const;
+  const RttEstimator& rtt() const { return rtt_; }
+  const DctcpAlpha& dctcp() const { return alpha_; }
+  uint32_t consecutive_timeouts() const { return consecutive_timeouts_; }
+  const SenderStats& stats() const { return stats_; }
+
+ private:
+  bool ecn_capable() const { return transport_uses_ecn(s_.kind); }
+  uint64_t window_cap() const { return uint64_t{s_.max_cwnd_pkts} * kCwndUnit; }
+  uint64_t loss_ssthresh() const;  // max(flight/2, 2) packets, in units
+  void grow(uint32_t acked);
+  void react_to_ece();
+  void enter_fast_recovery();
+  void handle_dupack();
+  void restart_timer(Timeslot now);
+  void record_sent(uint32_t seq, Timeslot now, bool retransmit);
+  void maybe_sample_rtt(uint32_t trigger_seq, uint32_t cum_ack, Timeslot now);
+
+  TransportSettings s_;
+  uint32_t size_;
+  bool fast_retransmit_;     // false for pfabric
+  Timeslot fixed_rto_ = 0;   // pfabric: no estimator, no backoff
+
+  // Sequence space (packets): [snd_una, snd_nxt) in flight, high_tx = highest sent + 1.
+  uint32_t snd_una_ = 0, snd_nxt_ = 0, high_tx_ = 0;
+  uint64_t cwnd_;            // units
+  uint64_t ssthresh_;        // units
+  uint32_t ca_acked_ = 0;    // packets ACKed towards the next congestion-avoidance increment
+
+  // Loss recovery.
+  uint32_t dupacks_ = 0;
+  bool in_recovery_ = false;  // NewReno fast recovery
+  uint32_t recover_ = 0;      // RFC 6582 "recover": high_tx when recovery or the last RTO began
+  bool rtx_pending_ = false;  // retransmit snd_una at the next send opportunity
+
+  // ECN.
+  uint32_t ecn_recover_ = 0;  // no ECE reaction until snd_una reaches this
+  bool cwr_pending_ = false;
+  DctcpAlpha alpha_;
+
+  // Timer.
+  RttEstimator rtt_;
+  Timeslot rto_deadline_ = kNever;
+  uint32_t consecutive_timeouts_ = 0;
+
+  // Send time of each outstanding seq (ring indexed by seq & mask); top bit =
+  // retransmitted.
+  static constexpr Timeslot kRetxBit = Timeslot{1} << 63;
+  std::vector<Timeslot> sent_;
+  uint32_t sent_mask_ = 0;
+
+  SenderStats stats_;
+};
+
+}  // namespace flexplane

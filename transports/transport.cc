@@ -1,0 +1,95 @@
+#include "transports/transport.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace flexplane {
+
+TransportKind parse_transport_kind(const std::string& s, const std::string& where) {
+  if (s == "reno") return TransportKind::kReno;
+  if (s == "ecn") return TransportKind::kEcn;
+  if (s == "dctcp") return TransportKind::kDctcp;
+  if (s == "pfabric") return TransportKind::kPfabric;
+  throw ConfigError(where + ": unknown transport '" + s + "' (known: reno, ecn, dctcp, pfabric)");
+}
+
+const char* transport_kind_name(TransportKind k) {
+  switch (k) {
+    case TransportKind::kReno: return "reno";
+    case TransportKind::kEcn: return "ecn";
+    case TransportKind::kDctcp: return "dctcp";
+    case TransportKind::kPfabric: return "pfabric";
+  }
+  return "reno";
+}
+
+EcnEcho ecn_echo_for(TransportKind k) {
+  switch (k) {
+    case TransportKind::kEcn: return EcnEcho::kRfc3168;
+    case TransportKind::kDctcp: return EcnEcho::kPerPacket;
+    default: return EcnEcho::kNone;
+  }
+}
+
+void TransportParams::validate(const std::string& where) const {
+  if (initial_cwnd_pkts > max_cwnd_pkts)
+    throw ConfigError(where + ": initial_cwnd_pkts " + std::to_string(initial_cwnd_pkts) +
+                      " is larger than max_cwnd_pkts " + std::to_string(max_cwnd_pkts));
+  if (max_rto_us < min_rto_us)
+    throw ConfigError(where + ": max_rto_us is smaller than min_rto_us");
+  if (initial_rto_us != 0 && initial_rto_us < min_rto_us)
+    throw ConfigError(where + ": initial_rto_us is smaller than min_rto_us (0 means: use min_rto_us)");
+}
+
+const ParamSchema<TransportParams>& transport_param_schema() {
+  using P = TransportParams;
+  static const ParamSchema<P> schema({
+      param(&P::initial_cwnd_pkts, "initial_cwnd_pkts", "initial congestion window (reno, ecn, dctcp)", {1, 1 << 20}),
+      param(&P::initial_ssthresh_pkts, "initial_ssthresh_pkts", "initial slow-start threshold; 0 = unlimited",
+            {0, 1 << 20}),
+      param(&P::max_cwnd_pkts, "max_cwnd_pkts", "largest congestion window (the receive window)", {2, 1 << 24}),
+      param(&P::dupack_threshold, "dupack_threshold", "duplicate ACKs that trigger fast retransmit", {1, 1000}),
+      param(&P::min_rto_us, "min_rto_us", "smallest retransmission timeout (RFC 6298 lower bound)", {0.001, 1e9}),
+      param(&P::max_rto_us, "max_rto_us", "largest backed-off retransmission timeout", {0.001, 1e10}),
+      param(&P::initial_rto_us, "initial_rto_us", "timeout before the first RTT sample; 0 = min_rto_us",
+            {0, 1e10}),
+      param(&P::dctcp_g, "dctcp_g", "DCTCP: EWMA gain for alpha", {1e-6, 1}),
+      param(&P::dctcp_initial_alpha, "dctcp_initial_alpha", "DCTCP: alpha before the first window", {0, 1}),
+      param(&P::ack_every_pkts, "ack_every_pkts", "receiver ACKs every N in-order packets (1 = no delayed ACKs)",
+            {1, 64}),
+      param(&P::delayed_ack_us, "delayed_ack_us", "delayed-ACK timeout when ack_every_pkts > 1", {0.001, 1e9}),
+      param(&P::pfabric_initial_cwnd_pkts, "pfabric_initial_cwnd_pkts",
+            "pfabric: initial window; 0 = the path's bandwidth-delay product", {0, 1 << 20}),
+      param(&P::pfabric_rto_us, "pfabric_rto_us", "pfabric: fixed retransmission timeout; 0 = 3 x base RTT",
+            {0, 1e9}),
+  });
+  return schema;
+}
+
+Timeslot us_to_timeslots(double us, double timeslot_ns) {
+  const double t = std::ceil(us * 1000.0 / timeslot_ns - 1e-9);
+  if (t >= static_cast<double>(kNever >> 1)) return kNever >> 1;
+  return std::max<Timeslot>(1, static_cast<Timeslot>(t));
+}
+
+TransportSettings resolve_transport(TransportKind kind, const TransportParams& p, double timeslot_ns) {
+  if (!(timeslot_ns > 0)) throw ConfigError("transport: timeslot length must be positive");
+  TransportSettings s;
+  s.kind = kind;
+  s.initial_cwnd_pkts = p.initial_cwnd_pkts;
+  s.initial_ssthresh_pkts = p.initial_ssthresh_pkts;
+  s.max_cwnd_pkts = p.max_cwnd_pkts;
+  s.dupack_threshold = p.dupack_threshold;
+  s.min_rto = us_to_timeslots(p.min_rto_us, timeslot_ns);
+  s.max_rto = us_to_timeslots(p.max_rto_us, timeslot_ns);
+  s.initial_rto = p.initial_rto_us > 0 ? us_to_timeslots(p.initial_rto_us, timeslot_ns) : s.min_rto;
+  s.dctcp_g = p.dctcp_g;
+  s.dctcp_initial_alpha = p.dctcp_initial_alpha;
+  s.ack_every_pkts = p.ack_every_pkts;
+  s.delayed_ack = us_to_timeslots(p.delayed_ack_us, timeslot_ns);
+  s.pfabric_initial_cwnd_pkts = p.pfabric_initial_cwnd_pkts;
+  s.pfabric_rto = p.pfabric_rto_us > 0 ? us_to_timeslots(p.pfabric_rto_us, timeslot_ns) : 0;
+  return s;
+}
+
+}  // namespace flexplane

@@ -1,0 +1,108 @@
+// Closed-loop transports in virtual time: what a sender emits, what a receiver
+// answers, and how both are configured.
+//
+// Principles
+// - Units are the engine's: a segment is one abstract packet
+//   (`network.abstract_packet_bytes`), time is in timeslots. Parameters given
+//   in µs are converted once (resolve_transport) with the run's timeslot length.
+// - Everything is a plain object driven by calls from its owner (the engine in
+//   virtual time, or a test loop): no clock, no global state, no randomness, so
+//   a run is a function of its inputs and the call order.
+// - A sender never schedules anything itself. It says when it next wants to be
+//   woken (timer_deadline) and whether it has a segment ready (can_send); the
+//   owner pulls segments with next_send() when the NIC is free and delivers
+//   ACKs with on_ack(). That lets the engine keep one NIC per endpoint and
+//   promise lookahead from what the sender says (docs/transports.md).
+//
+// Kinds (TransportKind):
+//   reno     TCP NewReno (RFC 5681 + RFC 6582 without SACK), RTO per RFC 6298.
+//   ecn      reno + RFC 3168 ECN: ECT data, halve cwnd once per window on ECE, CWR.
+//   dctcp    reno + DCTCP (RFC 8257): alpha EWMA with gain g over each window of
+//            ACKed data, cwnd × (1 − alpha/2) once per window on ECE.
+//   pfabric  pFabric's minimal rate control: start with a BDP window (line rate),
+//            no fast retransmit, a small fixed RTO, slow start from 1 after a timeout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "api/packet.h"
+#include "api/params.h"
+
+namespace flexplane {
+
+enum class TransportKind : uint8_t { kReno, kEcn, kDctcp, kPfabric };
+TransportKind parse_transport_kind(const std::string& s, const std::string& where);
+const char* transport_kind_name(TransportKind k);
+inline bool transport_uses_ecn(TransportKind k) { return k == TransportKind::kEcn || k == TransportKind::kDctcp; }
+
+// "Not armed" / "never" for timers and deadlines.
+inline constexpr Timeslot kNever = ~Timeslot{0};
+
+// One data segment the sender hands to its NIC.
+struct Segment {
+  uint32_t seq = 0;         // index of the abstract packet within the flow
+  bool retransmit = false;  // sent before (fast retransmit, partial ACK or after an RTO)
+  bool ect = false;         // ECN-capable transport: routers may CE-mark it instead of dropping
+  bool cwr = false;         // RFC 3168 CWR: first new data after a window reduction
+};
+
+// One cumulative acknowledgement, receiver -> sender.
+struct Ack {
+  uint32_t cum_ack = 0;      // next expected seq: every seq below it has arrived
+  uint32_t trigger_seq = 0;  // the data seq whose arrival produced this ACK (RTT sample, like
+                             // an echoed timestamp: the sender knows when it sent it)
+  bool ece = false;          // ECN echo
+};
+
+// How a receiver echoes CE marks.
+enum class EcnEcho : uint8_t {
+  kNone,       // never sets ECE (reno, pfabric)
+  kRfc3168,    // ECE on every ACK from a CE arrival until a CWR arrival
+  kPerPacket,  // DCTCP: ECE says whether the packets this ACK covers were CE-marked
+};
+EcnEcho ecn_echo_for(TransportKind k);
+
+// User-facing parameters (config `transport:` section), with units in the names.
+struct TransportParams {
+  uint32_t initial_cwnd_pkts = 10;      // IW10 (RFC 6928; Linux and ns-3 default)
+  uint32_t initial_ssthresh_pkts = 0;   // 0 = unlimited (slow start until the first loss or mark)
+  uint32_t max_cwnd_pkts = 65535;       // receive-window cap
+  uint32_t dupack_threshold = 3;        // fast retransmit after this many duplicate ACKs
+  double min_rto_us = 1000;             // RFC 6298 lower bound (Linux: 200 ms; data-centre stacks use less)
+  double max_rto_us = 60e6;             // RFC 6298 upper bound for the backed-off RTO
+  double initial_rto_us = 0;            // RTO before the first RTT sample; 0 = min_rto_us
+  double dctcp_g = 1.0 / 16;            // DCTCP EWMA gain g
+  double dctcp_initial_alpha = 1.0;     // RFC 8257 and Linux start at 1 (conservative)
+  uint32_t ack_every_pkts = 1;          // 1 = ACK every packet; 2 = delayed ACKs (DCTCP state machine)
+  double delayed_ack_us = 40;           // flush a delayed ACK after this long (ack_every_pkts > 1)
+  uint32_t pfabric_initial_cwnd_pkts = 0;  // 0 = the path's bandwidth-delay product (base RTT in timeslots)
+  double pfabric_rto_us = 0;               // 0 = 3 × the path's base RTT (the paper's choice)
+
+  void validate(const std::string& where) const;
+};
+const ParamSchema<TransportParams>& transport_param_schema();
+
+// The same parameters in timeslots, ready for TcpSender / Receiver.
+struct TransportSettings {
+  TransportKind kind = TransportKind::kReno;
+  uint32_t initial_cwnd_pkts = 10;
+  uint32_t initial_ssthresh_pkts = 0;
+  uint32_t max_cwnd_pkts = 65535;
+  uint32_t dupack_threshold = 3;
+  Timeslot min_rto = 1;
+  Timeslot max_rto = kNever;
+  Timeslot initial_rto = 1;
+  double dctcp_g = 1.0 / 16;
+  double dctcp_initial_alpha = 1.0;
+  uint32_t ack_every_pkts = 1;
+  Timeslot delayed_ack = 1;
+  uint32_t pfabric_initial_cwnd_pkts = 0;  // 0 = base RTT
+  Timeslot pfabric_rto = 0;                // 0 = 3 × base RTT
+};
+
+// µs -> whole timeslots, rounded up, at least 1.
+Timeslot us_to_timeslots(double us, double timeslot_ns);
+TransportSettings resolve_transport(TransportKind kind, const TransportParams& p, double timeslot_ns);
+
+}  // namespace flexplane

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Summarise and compare validation runs (flexplane vs ns-3).
+
+Both simulators write the same files (docs/output-format.md,
+docs/validation.md): flows.csv with `size_pkts`, `fct_us`, `finished`, and
+occupancy.csv with `timeslot,time_us,router,port,packets,bytes`.
+
+  compare.py summary DIR [--port P] [--from-us T0] [--until-us T1]
+      per size bucket: flows, finished, mean and p99 FCT; queue occupancy
+      median, p99 and max over the sampled ports (all, or --port) and window.
+  compare.py compare FLEXPLANE_DIR NS3_DIR [same options] [--fct-tol 0.15] [--queue-tol 0.20]
+      the same for both, side by side, with the relative difference and
+      whether it is within the issue's tolerance (FCT mean/p99 15 %, queue
+      median/p99 20 %). Exit status 1 if any compared value is outside.
+
+Standard library only, so it runs without the project's venv.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# Flow-size buckets in abstract packets (upper bounds, inclusive).
+BUCKETS: list[tuple[str, int, float]] = [
+    ("1-10", 1, 10),
+    ("11-100", 11, 100),
+    ("101-1000", 101, 1000),
+    ("1001-10000", 1001, 10000),
+    (">10000", 10001, math.inf),
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 100]); NaN for no values."""
+    if not values:
+        return math.nan
+    s = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(s)))
+    return s[rank - 1]
+
+
+@dataclass
+class BucketStats:
+    name: str
+    flows: int
+    finished: int
+    mean_fct_us: float
+    p99_fct_us: float
+
+
+@dataclass
+class QueueStats:
+    samples: int
+    median: float
+    p99: float
+    max: float
+
+
+def fct_buckets(run_dir: Path, column: str = "fct_us") -> list[BucketStats]:
+    path = run_dir / "flows.csv"
+    if not path.is_file():
+        raise SystemExit(f"compare: {path} does not exist")
+    rows = list(csv.DictReader(path.open()))
+    for col in ("size_pkts", column, "finished"):
+        if rows and col not in rows[0]:
+            raise SystemExit(f"compare: {path} has no column '{col}'")
+    out = []
+    for name, lo, hi in BUCKETS:
+        sel = [r for r in rows if lo <= int(r["size_pkts"]) <= hi]
+        fcts = [float(r[column]) for r in sel if r["finished"] == "1" and r[column]]
+        mean = sum(fcts) / len(fcts) if fcts else math.nan
+        out.append(BucketStats(name, len(sel), len(fcts), mean, percentile(fcts, 99)))
+    return out
+
+
+def queue_stats(run_dir: Path, port: int | None, t0: float | None, t1: float | None) -> QueueStats | None:
+    path = run_dir / "occupancy.csv"
+    if not path.is_file():
+        return None
+    vals = []
+    with path.open() as f:
+        for r in csv.DictReader(f):
+            if port is not None and int(r["port"]) != port:
+                continue
+            t = float(r["time_us"])
+            if (t0 is not None and t < t0) or (t1 is not None and t > t1):
+                continue
+            vals.append(float(r["packets"]))
+    if not vals:
+        return QueueStats(0, math.nan, math.nan, math.nan)
+    return QueueStats(len(vals), percentile(vals, 50), percentile(vals, 99), max(vals))
+
+
+def fmt(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.1f}"
+
+
+def summary(args: argparse.Namespace) -> int:
+    d = Path(args.dir)
+    print(f"# {d}")
+    print("| size (pkts) | flows | finished | mean FCT (us) | p99 FCT (us) |")
+    print("|---|---|---|---|---|")
+    for b in fct_buckets(d):
+        print(f"| {b.name} | {b.flows} | {b.finished} | {fmt(b.mean_fct_us)} | {fmt(b.p99_fct_us)} |")
+    q = queue_stats(d, args.port, args.from_us, args.until_us)
+    if q:
+        print(f"\nqueue occupancy (pkts, {q.samples} samples): median {fmt(q.median)}, p99 {fmt(q.p99)}, max {fmt(q.max)}")
+    return 0
+
+
+def rel(a: float, b: float) -> float:
+    """Relative difference of a (flexplane) from b (ns-3 reference)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    if b == 0:
+        return 0.0 if a == 0 else math.inf
+    return (a - b) / b
+
+
+def compare(args: argparse.Namespace) -> int:
+    fx, ns = Path(args.flexplane), Path(args.ns3)
+    ok = True
+    print(f"# flexplane {fx} vs ns-3 {ns}")
+    print("| size (pkts) | flows | mean FCT flexplane / ns-3 (us) | diff | p99 FCT flexplane / ns-3 (us) | diff |")
+    print("|---|---|---|---|---|---|")
+    for a, b in zip(fct_buckets(fx), fct_buckets(ns, args.ns3_fct)):
+        dm, dp = rel(a.mean_fct_us, b.mean_fct_us), rel(a.p99_fct_us, b.p99_fct_us)
+        marks = []
+        for d in (dm, dp):
+            bad = not math.isnan(d) and abs(d) > args.fct_tol
+            ok &= not bad
+            marks.append(("**" if bad else "") + ("-" if math.isnan(d) else f"{d:+.1%}") + ("**" if bad else ""))
+        print(f"| {a.name} | {a.flows}/{b.flows} | {fmt(a.mean_fct_us)} / {fmt(b.mean_fct_us)} | {marks[0]} "
+              f"| {fmt(a.p99_fct_us)} / {fmt(b.p99_fct_us)} | {marks[1]} |")
+    qa = queue_stats(fx, args.port, args.from_us, args.until_us)
+    qb = queue_stats(ns, args.port, args.from_us, args.until_us)
+    if qa and qb:
+        print("\n| queue (pkts) | flexplane | ns-3 | diff |")
+        print("|---|---|---|---|")
+        for name, x, y in (("median", qa.median, qb.median), ("p99", qa.p99, qb.p99)):
+            d = rel(x, y)
+            bad = not math.isnan(d) and abs(d) > args.queue_tol
+            ok &= not bad
+            print(f"| {name} | {fmt(x)} | {fmt(y)} | {'**' if bad else ''}{d:+.1%}{'**' if bad else ''} |")
+        print(f"| max | {fmt(qa.max)} | {fmt(qb.max)} | |")
+    print("\nwithin tolerance" if ok else "\nOUTSIDE tolerance (marked **)")
+    return 0 if ok else 1
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("summary", "compare"):
+        s = sub.add_parser(name)
+        if name == "summary":
+            s.add_argument("dir")
+        else:
+            s.add_argument("flexplane")
+            s.add_argument("ns3")
+            s.add_argument("--fct-tol", type=float, default=0.15)
+            s.add_argument("--queue-tol", type=float, default=0.20)
+            s.add_argument("--ns3-fct", default="fct_us", choices=("fct_us", "fct_with_handshake_us"),
+                           help="ns-3's FCT from the connection's establishment (default) or from the flow's "
+                                "start (includes the SYN's wait in the host queue and the handshake)")
+        s.add_argument("--port", type=int, default=None, help="only this switch port's occupancy")
+        s.add_argument("--from-us", type=float, default=None, help="occupancy samples from this time")
+        s.add_argument("--until-us", type=float, default=None, help="occupancy samples until this time")
+    args = p.parse_args(argv)
+    return summary(args) if args.cmd == "summary" else compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The ns-3 side of flexplane's transport validation (docs/validation.md):
+# builds validation/ns3_star.cc against Debian's ns-3 3.37 and runs the
+# reference scenarios, each timed with /usr/bin/time -v.
+#
+#   validation/run_ns3.sh [--install] [--out DIR] [SCENARIO...]
+#   validation/run_ns3.sh --list
+#
+#   --install   install ns3 libns3-dev libgsl-dev with apt if missing (not part
+#               of `make test`: ns-3 is only needed here)
+#   --out DIR   results root (default results/validation/ns3); one folder per
+#               scenario with flows.csv, occupancy.csv, counters.csv,
+#               summary.yaml, time.txt (/usr/bin/time -v) and summary.md
+#   SCENARIO    names from --list (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=results/validation/ns3
+INSTALL=0
+SCENARIOS=()
+BIN=build-validation/ns3_star
+TRACE=validation/traces/websearch_star16.csv
+
+# name -> ns3_star arguments. Web-search: the committed trace (16 hosts, 50%
+# load, 100 ms of arrivals). Incast: 8 hosts send 10 000 packets each to host 0.
+declare -A ARGS=(
+  [websearch-newreno-droptail]="--trace=$TRACE --hosts=16 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12"
+  [websearch-dctcp-dctcp]="--trace=$TRACE --hosts=16 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12"
+  [incast-newreno-droptail]="--incast-senders=8 --incast-size-pkts=10000 --hosts=9 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
+  [incast-dctcp-dctcp]="--incast-senders=8 --incast-size-pkts=10000 --hosts=9 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
+)
+ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp incast-newreno-droptail incast-dctcp-dctcp)
+
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while (($#)); do
+  case $1 in
+    --install) INSTALL=1 ;;
+    --out) OUT=${2:?--out needs a folder}; shift ;;
+    --list) for s in "${ORDER[@]}"; do echo "$s: ${ARGS[$s]}"; done; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "run_ns3: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) [[ -n ${ARGS[$1]:-} ]] || { echo "run_ns3: unknown scenario '$1' (see --list)" >&2; exit 2; }
+       SCENARIOS+=("$1") ;;
+  esac
+  shift
+done
+((${#SCENARIOS[@]})) || SCENARIOS=("${ORDER[@]}")
+
+have_ns3() { pkg-config --exists ns3-core 2>/dev/null && [[ -e /usr/lib/x86_64-linux-gnu/libgsl.so ]]; }
+if ! have_ns3; then
+  if ((INSTALL)); then
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends ns3 libns3-dev libgsl-dev >/dev/null
+  else
+    echo "run_ns3: ns-3 is not installed; run with --install (apt: ns3 libns3-dev libgsl-dev)" >&2
+    exit 2
+  fi
+fi
+[[ -x /usr/bin/time ]] || { echo "run_ns3: /usr/bin/time is missing (apt install time)" >&2; exit 2; }
+
+# ns-3.37's headers need C++17 (they do not compile as C++20). The flow-trace
+# reader is flexplane's own, so both simulators parse traces the same way.
+SRC=(validation/ns3_star.cc emulator/workload/flow_trace.cc)
+if [[ ! -x $BIN || -n $(find "${SRC[@]}" emulator/workload/flow_trace.h api/flow.h -newer "$BIN" 2>/dev/null) ]]; then
+  mkdir -p "$(dirname "$BIN")"
+  echo "run_ns3: building $BIN"
+  g++ -std=c++17 -O2 -I. "${SRC[@]}" -o "$BIN" -Wl,--no-as-needed \
+    $(pkg-config --libs ns3-core ns3-network ns3-internet ns3-point-to-point ns3-applications ns3-traffic-control)
+fi
+
+mkdir -p "$OUT"
+for s in "${SCENARIOS[@]}"; do
+  dir=$OUT/$s
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  echo "run_ns3: $s"
+  # shellcheck disable=SC2086  # ARGS values are word lists
+  /usr/bin/time -v -o "$dir/time.txt" "$BIN" ${ARGS[$s]} --out="$dir" | tee "$dir/stdout.txt"
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$dir/time.txt")
+  rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$dir/time.txt")
+  sim=$(awk '/^simulated_ms:/ {print $2}' "$dir/summary.yaml")
+  fin=$(awk '/^finished:/ {f=$2} /^flows:/ {n=$2} END {print f "/" n}' "$dir/summary.yaml")
+  window=()
+  # Incast: the receiver's port from 10 to 80 ms (after start-up, all senders active).
+  [[ $s == incast-* ]] && window=(--port 0 --from-us 10000 --until-us 80000)
+  python3 validation/compare.py summary "$dir" "${window[@]}" >"$dir/summary.md"
+  printf '| %s | %s | %s | %s | %s |\n' "$s" "$fin" "$sim" "$wall" "$rss" >"$dir/run.md"
+done
+# The table covers every scenario whose results are in OUT (this run's and earlier ones).
+{
+  printf '| scenario | flows finished | simulated ms | wall (m:ss) | max RSS MiB |\n|---|---|---|---|---|\n'
+  for s in "${ORDER[@]}"; do [[ -f $OUT/$s/run.md ]] && cat "$OUT/$s/run.md"; done
+} >"$OUT/runs.md"
+echo
+cat "$OUT/runs.md"
+for s in "${SCENARIOS[@]}"; do echo; cat "$OUT/$s/summary.md"; done
