@@ -11,6 +11,7 @@ APT_PACKAGES=(
   dpdk libdpdk-dev
   clang libclang-rt-14-dev llvm linux-headers-amd64
   iproute2 ethtool nftables
+  libnetfilter-queue-dev libmnl-dev iptables
   python3 python3-venv
   qemu-system-x86 busybox-static cpio kmod iperf3   # kmod/vm: the VM tests
 )
