@@ -235,7 +235,7 @@ def test_droptail_large_queue_grows_without_drops(lab, droptail_large):
     s = summary(r["occ"])
     lab.results.put("droptail_large_bottleneck_occupancy", {"capacity": LARGE_CAP, **s})
     assert d[0]["verdict_drop"] + d[1]["verdict_drop"] == 0
-    assert s["max"] >= 100 and s["max"] > 5 * DCTCP_K, s
+    assert s["max"] >= 200, s  # far above what DCTCP keeps (p90 near K)
     half = len(r["occ"]) // 2
     assert max(r["occ"][half:]) >= max(r["occ"][:half // 4] or [0]), "the queue did not grow"
 
