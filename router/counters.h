@@ -124,6 +124,10 @@ struct alignas(64) FastPathCounters {
   // path, hand-offs and the schemes' enqueue; drain = the schemes' schedule,
   // CE marking and rte_eth_tx_burst.
   Counter busy_cycles, busy_loops, loops, rx_cycles, process_cycles, drain_cycles;
+  // Longest gap between two loop iterations (a stall: preemption, page
+  // faults, a sleep); a port owned here sends nothing meanwhile.
+  Counter max_gap_cycles;
+  Counter rx_paused;  // iterations that skipped RX: a hand-off ring was nearly full
 };
 
 struct SlowPathCounters {

@@ -17,6 +17,8 @@ namespace flexplane::router {
 namespace {
 
 constexpr uint32_t kPrefetchAhead = 3;
+// Bursts taken from one inbound ring per iteration (bounds one iteration).
+constexpr uint32_t kMaxRoundsPerRing = 64;
 constexpr uint64_t kMac48 = (1ull << 48) - 1;
 constexpr uint16_t kEtherIpv4 = RTE_BE16(RTE_ETHER_TYPE_IPV4);
 constexpr uint16_t kEtherArp = RTE_BE16(RTE_ETHER_TYPE_ARP);
@@ -39,6 +41,7 @@ Worker::Worker(uint32_t id, Shared& shared, const RunSettings& run, std::vector<
     port_mac_.push_back(load_mac(p.mac.data()));
     port_mtu_.push_back(p.mtu_bytes);
     if (p.owner == id_) owned_.push_back(p.id);
+    if (rte_ring* r = sh_.handoff[id_][p.id]) my_handoffs_.push_back(r);
   }
   const uint32_t b = run.burst;
   rx_burst_.resize(b);
@@ -190,20 +193,25 @@ void Worker::flush(uint64_t tsc) {
 }
 
 uint32_t Worker::take_handoffs(uint64_t tsc) {
+  // Empty every inbound ring (in bursts): what arrived for an owned port
+  // belongs in its scheme's queues, where drops are the scheme's decision,
+  // not in a ring that overflows while another worker catches up.
   uint32_t total = 0;
   rte_mbuf** buf = rx_burst_.data();
+  auto take = [&](rte_ring* r, PortScheduler* s) {
+    for (uint32_t round = 0; round < kMaxRoundsPerRing; ++round) {
+      const uint32_t n = rte_ring_sc_dequeue_burst(r, reinterpret_cast<void**>(buf), run_.burst, nullptr);
+      if (!n) return;
+      s->enqueue(buf, n, tsc);
+      total += n;
+      if (n < run_.burst) return;
+    }
+  };
   for (uint16_t port : owned_) {
     PortScheduler* s = local_[port];
-    for (uint32_t w = 0; w < sh_.num_workers; ++w) {
-      rte_ring* r = sh_.handoff[w][port];
-      if (!r) continue;
-      const uint32_t n = rte_ring_sc_dequeue_burst(r, reinterpret_cast<void**>(buf), run_.burst, nullptr);
-      if (n) s->enqueue(buf, n, tsc);
-      total += n;
-    }
-    const uint32_t n = rte_ring_sc_dequeue_burst(sh_.inject[port], reinterpret_cast<void**>(buf), run_.burst, nullptr);
-    if (n) s->enqueue(buf, n, tsc);
-    total += n;
+    for (uint32_t w = 0; w < sh_.num_workers; ++w)
+      if (rte_ring* r = sh_.handoff[w][port]) take(r, s);
+    take(sh_.inject[port], s);
   }
   return total;
 }
@@ -223,7 +231,8 @@ void Worker::run() {
   const uint64_t hz = rte_get_tsc_hz();
   const uint64_t publish_every = hz / 100;  // live counters: every 10 ms
   uint64_t next_publish = 0;
-  bool rx_reported = false;
+  bool rx_reported = false, slept = false;
+  uint64_t last_t0 = 0;
   rte_mbuf** buf = rx_burst_.data();
   for (;;) {
     const bool rx_on = !sh_.rx_stop.load(std::memory_order_acquire);
@@ -232,11 +241,23 @@ void Worker::run() {
       sh_.rx_done.fetch_add(1, std::memory_order_acq_rel);
     }
     const uint64_t t0 = rte_rdtsc();
+    if (last_t0 && t0 - last_t0 > counters_.max_gap_cycles.get()) counters_.max_gap_cycles.add(t0 - last_t0 - counters_.max_gap_cycles.get());
+    last_t0 = t0;
+    slept = false;
     uint64_t t = t0;
     uint64_t rx_cycles = 0;
     uint32_t work = 0;
     if (rx_on) {
       for (const auto& [port, queue] : rx_) {
+        // Back-pressure: while a hand-off ring could not take a whole burst,
+        // leave packets in the devices' RX rings (where an overflow is counted
+        // as rx_missed) instead of dropping them between workers.
+        bool room = true;
+        for (rte_ring* r : my_handoffs_) room = room && rte_ring_free_count(r) >= run_.burst;
+        if (!room) {
+          counters_.rx_paused.add(1);
+          break;
+        }
         const uint16_t n = rte_eth_rx_burst(port, queue, buf, static_cast<uint16_t>(run_.burst));
         const uint64_t t1 = rte_rdtsc();
         rx_cycles += t1 - t;
@@ -272,6 +293,7 @@ void Worker::run() {
       rte_rcu_qsbr_thread_offline(sh_.qs, id_);  // route updates need not wait for a sleeper
       rte_delay_us_sleep(run_.idle_sleep_us);
       rte_rcu_qsbr_thread_online(sh_.qs, id_);
+      slept = true;
     }
   }
   for (uint16_t port : owned_) local_[port]->publish_snapshot();

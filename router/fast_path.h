@@ -67,6 +67,7 @@ class Worker {
   std::vector<std::pair<uint16_t, uint16_t>> rx_;
   std::vector<PortScheduler*> local_;  // [port]
   std::vector<uint16_t> owned_;        // ports whose queues this worker drains
+  std::vector<rte_ring*> my_handoffs_;  // rings from this worker to other owners
   std::vector<uint64_t> port_mac_;     // [port] MAC as a 64-bit word (6 bytes used)
   std::vector<uint32_t> port_mtu_;     // [port]
   FastPathCounters counters_;

@@ -2,6 +2,9 @@
 
 #include <rte_errno.h>
 
+#include <chrono>
+#include <thread>
+
 #include "api/params.h"
 
 namespace flexplane::router {
@@ -136,23 +139,54 @@ Fib::~Fib() {
     if (t) rte_lpm_free(t);
 }
 
+void Fib::update(uint32_t table, const std::vector<FibEntry>& entries) {
+  rte_lpm* t = tables_[table];
+  std::map<uint64_t, uint32_t>& have = content_[table];
+  if (dirty_[table]) {
+    rte_lpm_delete_all(t);
+    have.clear();
+    dirty_[table] = false;
+  }
+  std::map<uint64_t, uint32_t> want;
+  for (const FibEntry& e : entries) {
+    const uint32_t mask = e.length ? ~0u << (32 - e.length) : 0;
+    want[(uint64_t{e.prefix & mask} << 8) | e.length] = e.hop;  // later entries win, as rte_lpm_add would
+  }
+  for (auto it = have.begin(); it != have.end();) {
+    if (want.count(it->first)) {
+      ++it;
+      continue;
+    }
+    rte_lpm_delete(t, static_cast<uint32_t>(it->first >> 8), static_cast<uint8_t>(it->first & 0xFF));
+    it = have.erase(it);
+  }
+  for (const auto& [key, hop] : want) {
+    auto it = have.find(key);
+    if (it != have.end() && it->second == hop) continue;
+    const uint32_t prefix = static_cast<uint32_t>(key >> 8);
+    const uint8_t length = static_cast<uint8_t>(key & 0xFF);
+    if (rte_lpm_add(t, prefix, length, hop) < 0) {
+      dirty_[table] = true;
+      throw ConfigError("routing table full at " + ipv4_str(prefix) + "/" + std::to_string(length) +
+                        " (out of rte_lpm tbl8 groups: many long prefixes)");
+    }
+    have[key] = hop;
+  }
+}
+
 void Fib::publish(const std::vector<FibEntry>& entries) {
   if (entries.size() > max_routes_)
     throw ConfigError(std::to_string(entries.size()) + " routes (with connected and local ones) exceed the table's " +
                       std::to_string(max_routes_));
   const uint32_t standby = 1 - active_.load(std::memory_order_relaxed);
-  rte_lpm* t = tables_[standby];
-  rte_lpm_delete_all(t);
-  for (const FibEntry& e : entries) {
-    const uint32_t mask = e.length ? ~0u << (32 - e.length) : 0;
-    if (rte_lpm_add(t, e.prefix & mask, e.length, e.hop) < 0)
-      throw ConfigError("routing table full at " + ipv4_str(e.prefix) + "/" + std::to_string(e.length) +
-                        " (out of rte_lpm tbl8 groups: many long prefixes)");
-  }
+  update(standby, entries);
   active_.store(standby, std::memory_order_release);
   // Grace period: every online worker passes a quiescent point after the
   // burst in which it may still have read the previous table.
-  if (qs_) rte_rcu_qsbr_synchronize(qs_, RTE_QSBR_THRID_INVALID);
+  if (qs_) {
+    const uint64_t token = rte_rcu_qsbr_start(qs_);
+    while (!rte_rcu_qsbr_check(qs_, token, false)) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
   ++publications_;
 }
 

@@ -113,15 +113,22 @@ class Fib {
   // Readers: load once per burst, use, then report quiescence.
   const rte_lpm* active() const { return tables_[active_.load(std::memory_order_acquire)]; }
 
-  // Control thread: build the standby table from `entries`, publish it and
-  // wait for the grace period. On failure (table full) nothing changes and
-  // ConfigError is thrown.
+  // Control thread: bring the standby table to `entries` (changing only the
+  // prefixes that differ), publish it and wait for the grace period (polling,
+  // not spinning: the control thread may share a CPU with a worker). On
+  // failure (table full) nothing is published and ConfigError is thrown.
   void publish(const std::vector<FibEntry>& entries);
   uint64_t publications() const { return publications_; }
   uint32_t max_routes() const { return max_routes_; }
 
  private:
+  void update(uint32_t table, const std::vector<FibEntry>& entries);
+
   rte_lpm* tables_[2] = {nullptr, nullptr};
+  // What each table holds (prefix << 8 | length -> hop), so a rebuild changes
+  // only what differs: clearing a table rewrites its 64 MiB first level.
+  std::map<uint64_t, uint32_t> content_[2];
+  bool dirty_[2] = {false, false};  // a failed update left it unknown: clear it next time
   std::atomic<uint32_t> active_{0};
   rte_rcu_qsbr* qs_;
   uint32_t max_routes_;

@@ -123,6 +123,8 @@ void write_metadata(const fs::path& path, const RouterApp& app) {
     y << YAML::Key << "rx_packets" << YAML::Value << rx;
     y << YAML::Key << "loops" << YAML::Value << k.loops.get();
     y << YAML::Key << "busy_loops" << YAML::Value << k.busy_loops.get();
+    y << YAML::Key << "rx_paused_loops" << YAML::Value << k.rx_paused.get();
+    y << YAML::Key << "longest_stall_us" << YAML::Value << k.max_gap_cycles.get() * 1e6 / app.tsc_hz();
     y << YAML::Key << "busy_cycles" << YAML::Value << k.busy_cycles.get();
     y << YAML::Key << "cycles_per_packet" << YAML::Value << (rx ? double(k.busy_cycles.get()) / rx : 0.0);
     y << YAML::Key << "rx_cycles_per_packet" << YAML::Value << (rx ? double(k.rx_cycles.get()) / rx : 0.0);

@@ -6,7 +6,9 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -132,6 +134,10 @@ void RouterApp::setup_ports() {
   if (np == 0)
     throw ConfigError("no DPDK ports: give devices in the EAL arguments (e.g. --vdev net_af_packet0,iface=veth0)");
   cfg_.check_ports(np);
+  for (uint16_t p = 0; p < np; ++p)
+    if (!rte_eth_dev_is_valid_port(p))
+      throw std::runtime_error("DPDK port ids are not 0.." + std::to_string(np - 1) + " (port " + std::to_string(p) +
+                               " is missing)");
   const uint32_t W = sh_.num_workers;
   uint32_t largest_frame = 0;
   uint64_t want_mbufs = 0;
@@ -150,17 +156,13 @@ void RouterApp::setup_ports() {
     tx_queues_.push_back(static_cast<uint16_t>(
         !cfg_.run.queueing ? std::max<uint32_t>(1, std::min<uint32_t>(W, info.max_tx_queues)) : 1));
     sh_.ports.push_back(pi);
-    // Bank capacity is per queue; a port rarely fills all of them at once,
-    // so count at most 64 Ki packets of queueing per port.
-    const PortSettings probe = s;
-    ResolvedRouter resolved;
-    auto scheme = build_router(probe.scheme, &resolved);
-    (void)scheme;
-    want_mbufs += kRxDescriptors * pi.rx_queues + kTxDescriptors * tx_queues_.back() + 65536;
+    // Queue capacity is per queue and a port rarely fills all of them at
+    // once: count 16 Ki packets of queueing per port (run.mbufs overrides).
+    want_mbufs += kRxDescriptors * pi.rx_queues + kTxDescriptors * tx_queues_.back() + 16384;
   }
-  want_mbufs += uint64_t{cfg_.run.ring_size} * W * np + kSlowRing + kInjectRing * np + 4096;
+  want_mbufs += uint64_t{cfg_.run.ring_size} * (W - 1) * np + 8192;
   const uint32_t mbufs = cfg_.run.mbufs ? cfg_.run.mbufs
-                                        : static_cast<uint32_t>(std::clamp<uint64_t>(want_mbufs, 8191, 262143));
+                                        : static_cast<uint32_t>(std::clamp<uint64_t>(want_mbufs, 8191, 131071));
   const uint16_t room = static_cast<uint16_t>(std::max<uint32_t>(RTE_MBUF_DEFAULT_DATAROOM, largest_frame) +
                                               RTE_PKTMBUF_HEADROOM);
   static std::atomic<uint32_t> pool_serial{0};
@@ -323,7 +325,8 @@ void RouterApp::control_loop() {
     if (reload && !stopping) {
       try {
         reload_routes(false);
-        std::fprintf(stderr, "routes: reloaded %s (%zu routes, %zu neighbours)\n", cfg_.routes_file.c_str(),
+        if (cfg_.run.stats_interval_s > 0)
+          std::fprintf(stderr, "routes: reloaded %s (%zu routes, %zu neighbours)\n", cfg_.routes_file.c_str(),
                      routes_.routes.size(), routes_.neighbors.size());
       } catch (const ConfigError& e) {
         ++summary_.route_reload_failures;
@@ -377,6 +380,11 @@ void RouterApp::run() {
   started_tsc_ = rte_rdtsc();
   std::exception_ptr control_error;
   std::thread control([this, &control_error] {
+    // Mostly asleep: any CPU will do (it inherited the main lcore's).
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
+    pthread_setaffinity_np(pthread_self(), sizeof all, &all);
     try {
       control_loop();
     } catch (...) {
