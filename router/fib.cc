@@ -36,7 +36,7 @@ uint32_t NeighborTable::by_mac(uint16_t port, const Mac& mac) {
 
 int64_t NeighborTable::find(uint16_t port, uint32_t ip) const {
   auto it = index_.find((1ull << 63) | (uint64_t{port} << 32) | ip);
-  return it == index_.end() ? -1 : it->second;
+  return it == index_.end() ? int64_t{-1} : static_cast<int64_t>(it->second);
 }
 
 void NeighborTable::set_mac(uint32_t index, const Mac& mac, bool is_static) {
@@ -63,7 +63,7 @@ int connected_port(const std::vector<PortAddress>& ports, uint32_t ip) {
 
 std::vector<FibEntry> compile_routes(const RouteSet& routes, const std::vector<PortAddress>& ports,
                                      const std::map<uint32_t, uint32_t>& connected_hosts, NeighborTable& neighbors) {
-  std::vector<FibEntry> out;
+  std::vector<FibEntry> out, defaults;
   auto at = [&](int line) { return routes.file + ":" + std::to_string(line) + ": "; };
   auto check_port = [&](int port, int line) {
     if (port < 0 || static_cast<size_t>(port) >= ports.size())
@@ -90,7 +90,12 @@ std::vector<FibEntry> compile_routes(const RouteSet& routes, const std::vector<P
       hop = neighbors.by_ip(static_cast<uint16_t>(port), r.gateway);
       if (r.has_mac) neighbors.set_mac(hop, r.mac, true);
     }
-    out.push_back({r.prefix, r.length, hop});
+    if (r.length == 0) {  // rte_lpm has no depth 0: a default route is two /1s, which explicit /1s override
+      defaults.push_back({0x00000000u, 1, hop});
+      defaults.push_back({0x80000000u, 1, hop});
+    } else {
+      out.push_back({r.prefix, r.length, hop});
+    }
   }
   for (const StaticNeighbor& n : routes.neighbors) {
     int port = n.port >= 0 ? n.port : connected_port(ports, n.ip);
@@ -117,7 +122,8 @@ std::vector<FibEntry> compile_routes(const RouteSet& routes, const std::vector<P
     out.push_back({a.ip, 32, kHopLocal});
     out.push_back({(a.ip & mask) | ~mask, 32, kHopLocal});
   }
-  return out;
+  defaults.insert(defaults.end(), out.begin(), out.end());  // later entries win
+  return defaults;
 }
 
 Fib::Fib(const std::string& name, uint32_t max_routes, uint32_t tbl8s, rte_rcu_qsbr* qs)

@@ -96,7 +96,9 @@ struct PortAddress {
 };
 
 // Routes file + port addresses + resolved hosts on connected subnets -> LPM
-// entries, adding neighbours as needed. Throws ConfigError naming the routes
+// entries (later entries for the same prefix win), adding neighbours as
+// needed. A default route becomes 0.0.0.0/1 + 128.0.0.0/1 (rte_lpm has no
+// depth 0), placed first so that explicit /1 routes override it. Throws ConfigError naming the routes
 // file's line (a gateway outside every connected subnet, a port that does
 // not exist, ...).
 std::vector<FibEntry> compile_routes(const RouteSet& routes, const std::vector<PortAddress>& ports,

@@ -109,7 +109,10 @@ TEST_CASE("compile_routes: next hops, connected and local routes", "[router][rou
   CHECK(hop_of("10.1.0.0", 24) == kHopConnected + 0);
   CHECK(hop_of("10.5.0.0", 24) == kHopConnected + 1);
   CHECK(hop_of("10.1.0.1", 32) == kHopLocal);
+  CHECK(hop_of("0.0.0.0", 0) == -1);  // no default route in this file
   CHECK(hop_of("10.1.0.255", 32) == kHopLocal);  // directed broadcast: not forwarded
+  CHECK(nb.find(1, ip("10.5.0.9")) == host);
+  CHECK(nb.find(1, ip("10.5.0.10")) == -1);
   // Compiling again reuses the neighbour entries (stable indices across reloads).
   const uint32_t size = nb.size();
   compile_routes(rs, ports, {}, nb);
@@ -119,6 +122,19 @@ TEST_CASE("compile_routes: next hops, connected and local routes", "[router][rou
   other[0] = 2;
   nb.set_mac(static_cast<uint32_t>(st), other, false);
   CHECK(mac_str(unpack_mac(nb[st].mac.load())) == "02:00:00:00:00:03");
+}
+
+TEST_CASE("compile_routes: a default route is two /1s that explicit /1s override", "[router][routes]") {
+  std::vector<PortAddress> ports = {{true, ip("10.1.0.1"), 24}};
+  NeighborTable nb(16);
+  const auto e = compile_routes(parse_routes("0.0.0.0/0 via 10.1.0.2\n128.0.0.0/1 via 10.1.0.3\n", "r.txt"), ports, {}, nb);
+  const uint32_t gw2 = nb.by_ip(0, ip("10.1.0.2")), gw3 = nb.by_ip(0, ip("10.1.0.3"));
+  REQUIRE(e.size() >= 3);
+  CHECK((e[0].prefix == 0 && e[0].length == 1 && e[0].hop == gw2));
+  CHECK((e[1].prefix == 0x80000000u && e[1].length == 1 && e[1].hop == gw2));
+  bool overridden = false;  // the explicit /1 comes later, so it wins
+  for (size_t i = 2; i < e.size(); ++i) overridden = overridden || (e[i].prefix == 0x80000000u && e[i].length == 1 && e[i].hop == gw3);
+  CHECK(overridden);
 }
 
 TEST_CASE("compile_routes: errors name the routes file line", "[router][routes]") {
