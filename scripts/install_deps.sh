@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libyaml-cpp-dev libcli11-dev catch2 libbenchmark-dev
   dpdk libdpdk-dev
   clang libclang-rt-14-dev llvm linux-headers-amd64
-  iproute2 ethtool nftables
+  iproute2 ethtool nftables iperf3
   python3 python3-venv
 )
 
@@ -23,8 +23,8 @@ if [[ "${1:-}" != "--python-only" ]]; then
     echo "install_deps: installing ${missing[*]}"
     SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 fi
 

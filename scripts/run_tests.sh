@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS=${JOBS:-$(nproc)}
-SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli plots fuzz kbuild asan-ubsan tsan"}
+SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli router plots fuzz kbuild asan-ubsan tsan"}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0; failed=0; failed_names=()
 
@@ -37,7 +37,14 @@ unit() {
 cli() {
   [[ -x build/flexplane-emulator && -x build/flexplane-endpoint ]] ||
     configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
-  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/ --ignore=tests/router
+}
+
+# flexplane-router end to end: pcap in -> pcap out per scheme, and real TCP
+# between network namespaces through it (tests/router; needs root).
+router() {
+  [[ -x build/flexplane-router ]] || configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/router
 }
 
 plots() { .venv/bin/python -m pytest -q plots/; }
@@ -60,6 +67,7 @@ kbuild() { proto/check_kbuild.sh; }                # the protocol core builds as
 
 run_suite unit unit
 run_suite cli cli
+run_suite router router
 run_suite plots plots
 run_suite fuzz fuzz
 run_suite kbuild kbuild
