@@ -2,13 +2,14 @@
 #   make          build the emulator, tests and benchmarks (Release)
 #   make demo     the main job: run the built-in scheduler comparison, write CSVs + PNGs
 #   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI)
-#   make bench    Google Benchmark: engine speed (router packet-hops/s)
+#   make bench    Google Benchmark: engine speed (router packet-hops/s), router-mode hot path (cycles/packet)
+#   make bench-router   flexplane-router vs dpdk-testpmd on the same devices (Mpps, 1 and 2 cores; root)
 #   make list     schemes and their parameters
 BUILD   ?= build
 GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 RESULTS ?= results/scheduler_comparison
 
-.PHONY: all build deps demo test bench list clean
+.PHONY: all build deps demo test bench bench-router list clean
 
 all: build
 
@@ -31,6 +32,11 @@ BENCH_ARGS ?= --benchmark_repetitions=5 --benchmark_enable_random_interleaving=t
 BENCH_FILTER ?= .
 bench: build
 	@$(BUILD)/flexplane_bench --benchmark_counters_tabular=true --benchmark_filter='$(BENCH_FILTER)' $(BENCH_ARGS)
+	@$(BUILD)/router_bench --benchmark_counters_tabular=true --benchmark_filter='$(BENCH_FILTER)' $(BENCH_ARGS)
+
+# Whole-process forwarding rates (docs/performance.md "Router mode").
+bench-router: build
+	@.venv/bin/python scripts/bench_router.py --bin $(BUILD)/flexplane-router $(BENCH_ROUTER_ARGS)
 
 list: build
 	@$(BUILD)/flexplane-emulator list

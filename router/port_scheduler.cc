@@ -78,6 +78,7 @@ PortScheduler::PortScheduler(uint16_t port, uint16_t tx_queue, const PortSetting
   }
   pkts_.resize(run.burst);
   tx_.resize(run.burst);
+  tx_len_.resize(std::max<uint32_t>(run.burst, 512));
   frees_.reserve(4 * run.burst + 64);
   if (run.occupancy_interval_us > 0) {
     sample_every_ = std::max<uint64_t>(1, static_cast<uint64_t>(run.occupancy_interval_us * 1e-6 * timing.tsc_hz));
@@ -96,8 +97,10 @@ void PortScheduler::flush_frees() {
 
 void PortScheduler::enqueue(rte_mbuf** m, uint32_t n, uint64_t tsc) {
   if (__builtin_expect(!router_, 0)) {  // baseline: straight to the device
+    // Lengths are read before the device owns (and may free) the mbufs.
+    for (uint32_t i = 0; i < n; ++i) tx_len_[i] = m[i]->pkt_len;
     const uint16_t sent = rte_eth_tx_burst(port_, tx_queue_, m, static_cast<uint16_t>(n));
-    for (uint16_t i = 0; i < sent; ++i) tx_bytes_ += m[i]->pkt_len;
+    for (uint16_t i = 0; i < sent; ++i) tx_bytes_ += tx_len_[i];
     tx_packets_ += sent;
     if (sent < n) {
       tx_refused_ += n - sent;
@@ -135,20 +138,26 @@ uint32_t PortScheduler::drain(uint64_t tsc) {
       if (!router_->output(now, &p, &unused)) break;  // a non-work-conserving scheduler idles the port
       rte_mbuf* m = mbuf_of(p);
       if (p.ce()) ipv4::mark_ce(*rte_pktmbuf_mtod_offset(m, ipv4::Header*, m->l2_len));
+      tx_len_[n] = m->pkt_len;
       tx_[n++] = m;
       if (cycles_per_byte_ > 0) {
-        next_free_ += (m->pkt_len + run_.wire_overhead_bytes) * cycles_per_byte_;
+        next_free_ += (tx_len_[n - 1] + run_.wire_overhead_bytes) * cycles_per_byte_;
         if (next_free_ > now_cycles) break;
       }
     }
     if (n == 0) return 0;
   }
+  // Once sent, an mbuf belongs to the device (net_null frees it at once):
+  // the byte count uses the lengths read while it was still ours.
   const uint16_t sent = rte_eth_tx_burst(port_, tx_queue_, tx_.data(), static_cast<uint16_t>(n));
-  for (uint16_t i = 0; i < sent; ++i) tx_bytes_ += tx_[i]->pkt_len;
+  for (uint16_t i = 0; i < sent; ++i) tx_bytes_ += tx_len_[i];
   tx_packets_ += sent;
   pending_ = n - sent;
   // The device took part of the burst: keep the rest, in order, for next time.
-  if (pending_ && sent) std::memmove(tx_.data(), tx_.data() + sent, pending_ * sizeof(rte_mbuf*));
+  if (pending_ && sent) {
+    std::memmove(tx_.data(), tx_.data() + sent, pending_ * sizeof(rte_mbuf*));
+    std::memmove(tx_len_.data(), tx_len_.data() + sent, pending_ * sizeof(uint32_t));
+  }
   return sent;
 }
 

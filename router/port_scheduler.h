@@ -119,6 +119,7 @@ class PortScheduler {
   uint32_t seq_ = 0;
   std::vector<Packet> pkts_;
   std::vector<rte_mbuf*> tx_;
+  std::vector<uint32_t> tx_len_;  // [i]: tx_[i]'s length, read before the device owns it
   uint32_t pending_ = 0;  // tx_[0..pending_) refused by the device last time
   std::vector<rte_mbuf*> frees_;
   uint64_t tx_packets_ = 0, tx_bytes_ = 0, tx_refused_ = 0;
