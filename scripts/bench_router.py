@@ -10,8 +10,8 @@ Devices (virtual: this measures the software, not a NIC):
 Traffic entering port 0 is routed to port 2, port 1 to port 3 (256 /24
 routes each plus a /25 that needs a second LPM level). With 2 workers,
 worker i polls port i and owns the port its traffic leaves by, so nothing
-crosses between cores. testpmd io-forwards 0->1 and 1->0 (it pairs ports),
-touching no packet data: the floor is the PMD cost.
+crosses between cores. testpmd io-forwards 0->2 and 1->3 (and the empty
+2->0, 3->1), touching no packet data: the floor is the PMD cost.
 
 Configurations (the router's own hot path only differs):
   testpmd     dpdk-testpmd --forward-mode=io
@@ -51,7 +51,12 @@ import pkt  # noqa: E402
 import yaml  # noqa: E402
 
 PORT_MAC = "02:00:00:00:00:10"
-EAL_MEM = ["--no-pci", "--no-huge", "-m", "1024", "--no-shconf", "--no-telemetry", "--log-level=error"]
+EAL_COMMON = ["--no-pci", "--no-telemetry", "--log-level=error"]
+HUGE = False  # --huge: --in-memory on hugepages the caller reserved, else --no-huge (4 KiB pages)
+
+
+def eal_mem() -> list[str]:
+    return EAL_COMMON + (["--in-memory"] if HUGE else ["--no-huge", "-m", "1024", "--no-shconf"])
 
 
 def lcores(cores: int) -> list[str]:
@@ -98,7 +103,7 @@ run: {{burst: {burst}, stats_interval_s: 0.5, queueing: {str(queueing).lower()},
 output: {{dir: {out}}}
 """)
     cmd = [str(binary), str(d / "r.yaml"), "-q", "--duration-s", str(seconds + 0.5), "--",
-           *lcores(cores), *EAL_MEM, *vdevs]
+           *lcores(cores), *eal_mem(), *vdevs]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, cwd=d)
     if p.returncode != 0:
         raise RuntimeError(f"router failed: {' '.join(cmd)}\n{p.stdout}{p.stderr}")
@@ -128,8 +133,10 @@ def run_testpmd(d: Path, vdevs: list[str], cores: int, seconds: float, burst: in
     # Main lcore sleeps on the prompt: put it beside a forwarding lcore.
     lc = ["--lcores", "0@0,1@0"] if cores == 1 else ["--lcores", "0@0,1@0,2@1"]
     # stdbuf: testpmd prints its stats with stdio, block-buffered on a pipe.
-    cmd = ["stdbuf", "-oL", "dpdk-testpmd", *lc, *EAL_MEM, *vdevs, "--", "-i", "--forward-mode=io", f"--nb-cores={cores}",
-           f"--burst={burst}", "--rxq=1", "--txq=1"]
+    # --portlist 0,2,1,3 pairs 0<->2 and 1<->3 (the router's directions) and
+    # gives each forwarding lcore one loaded port (streams rx0, rx2 | rx1, rx3).
+    cmd = ["stdbuf", "-oL", "dpdk-testpmd", *lc, *eal_mem(), *vdevs, "--", "-i", "--forward-mode=io",
+           f"--nb-cores={cores}", "--portlist=0,2,1,3", f"--burst={burst}", "--rxq=1", "--txq=1"]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          bufsize=1)
     buf = ""
@@ -189,7 +196,11 @@ def main() -> int:
     ap.add_argument("--modes", nargs="+", default=["testpmd", "lpm", "droptail", "red_drr"])
     ap.add_argument("--csv", type=Path, default=None, help="raw rows (default: print only)")
     ap.add_argument("--bin", type=Path, default=REPO / "build" / "flexplane-router")
+    ap.add_argument("--huge", action="store_true",
+                    help="EAL --in-memory on hugepages (reserve them first: echo 1024 > /proc/sys/vm/nr_hugepages)")
     a = ap.parse_args()
+    global HUGE
+    HUGE = a.huge
     if os.geteuid() != 0:
         print("bench_router: must run as root (DPDK EAL)", file=sys.stderr)
         return 2
@@ -219,7 +230,8 @@ def main() -> int:
     def med_range(v: list[float], fmt: str) -> str:
         return f"{fmt.format(statistics.median(v))} [{fmt.format(min(v))}, {fmt.format(max(v))}]"
 
-    print(f"\nTSC {hz / 1e9:.2f} GHz; median [min, max] over {a.reps} runs; 64-byte frames, burst {a.burst}")
+    print(f"\nTSC {hz / 1e9:.2f} GHz; median [min, max] over {a.reps} runs; 64-byte frames, burst {a.burst}; "
+          f"{'hugepages (--in-memory)' if HUGE else '--no-huge (4 KiB pages)'}")
     print(f"{'config':10s} {'cores':>5s} {'Mpps':>24s} {'Mpps/core':>10s} {'cycles/pkt (all)':>24s} "
           f"{'router process cyc/pkt':>24s}")
     for cores in a.cores:
