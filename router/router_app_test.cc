@@ -18,6 +18,7 @@
 
 #include "emulator/live/test_eal.h"
 #include "router/ipv4.h"
+#include "router/eal.h"
 #include "router/router_app.h"
 
 using namespace flexplane;
@@ -30,12 +31,9 @@ bool router_eal() {
   static const bool ok = [] {
     // Two lcores when the machine has two CPUs (two workers), else one.
     const std::string lcores = std::thread::hardware_concurrency() >= 2 ? "0,1" : "0";
-    std::vector<std::string> args = {"router_tests", "-l",         lcores,           "--no-huge",  "-m", "768",
-                                      "--no-pci",     "--no-shconf", "--no-telemetry", "--log-level=error"};
-    std::vector<char*> argv;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
+    static std::vector<std::string> args = {"router_tests", "-l",         lcores,           "--no-huge",  "-m", "768",
+                                             "--no-pci",     "--no-shconf", "--no-telemetry", "--log-level=error"};
+    if (eal_init(args) < 0) {
       std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
       return false;
     }

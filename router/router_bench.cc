@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "router/ipv4.h"
+#include "router/eal.h"
 #include "router/router_app.h"
 
 using namespace flexplane;
@@ -41,29 +42,17 @@ namespace {
 
 constexpr uint32_t kBurst = 64, kFlows = 1024, kFrame = 60;
 
-long hugepages_free() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  long v;
-  while (in >> key >> v)
-    if (key == "HugePages_Free:") return v;
-  return 0;
-}
-
 bool g_huge = false;
 
 bool eal() {
   static const bool ok = [] {
     g_huge = hugepages_free() >= 512;
-    std::vector<std::string> args = {"router_bench", "-l", "0", "--no-pci", "--no-telemetry", "--log-level=error",
+    static std::vector<std::string> args = {"router_bench", "-l", "0", "--no-pci", "--no-telemetry", "--log-level=error",
                                       "--vdev", "net_null0", "--vdev", "net_null1"};
     for (const char* a : g_huge ? std::vector<const char*>{"--in-memory"}
                                 : std::vector<const char*>{"--no-huge", "-m", "1024", "--no-shconf"})
       args.push_back(a);
-    std::vector<char*> argv;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
+    if (eal_init(args) < 0) {
       std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
       return false;
     }

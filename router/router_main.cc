@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "router/eal.h"
 #include "router/router_app.h"
 
 namespace {
@@ -34,15 +35,6 @@ void on_signal(int sig) {
   }
 }
 
-long hugepages_free() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  long v;
-  while (in >> key >> v)
-    if (key == "HugePages_Free:") return v;
-  return 0;
-}
-
 // Fill in memory options the user left out: hugepages when enough are free
 // (--in-memory: no files left behind), else plain memory.
 std::vector<std::string> with_eal_defaults(std::vector<std::string> eal, bool quiet) {
@@ -51,7 +43,7 @@ std::vector<std::string> with_eal_defaults(std::vector<std::string> eal, bool qu
     for (const char* k : {"--no-huge", "--in-memory", "--huge-dir", "--file-prefix", "-m", "--socket-mem"})
       memory = memory || a == k || a.rfind(std::string(k) + "=", 0) == 0;
   if (!memory) {
-    if (hugepages_free() >= 512) {
+    if (flexplane::router::hugepages_free() >= 512) {
       eal.push_back("--in-memory");
     } else {
       for (const char* a : {"--no-huge", "-m", "1024", "--no-shconf"}) eal.push_back(a);
@@ -118,10 +110,7 @@ int main(int argc, char** argv) {
   }
 
   eal_args = with_eal_defaults(eal_args, quiet);
-  std::vector<char*> eal_argv;
-  for (auto& s : eal_args) eal_argv.push_back(s.data());
-  eal_argv.push_back(nullptr);
-  if (rte_eal_init(static_cast<int>(eal_args.size()), eal_argv.data()) < 0) {
+  if (eal_init(eal_args) < 0) {
     std::fprintf(stderr, "error: DPDK EAL initialisation failed: %s (check the arguments after '--')\n",
                  rte_strerror(rte_errno));
     return 2;
