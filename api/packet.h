@@ -34,12 +34,17 @@ struct Packet {
   uint8_t dscp;         // DiffServ code point stamped by the endpoint (0..63)
   uint32_t priority;    // endpoint-stamped rank, lower = more urgent (pFabric,
                         // strict priority by size); see docs/config.md `endpoint.priority`
-  uint32_t custom[3];   // scheme-defined data, carried untouched by the engine
+  uint32_t custom[3];   // scheme-defined data, carried untouched by the engine (kPacketCustomBytes)
 
   bool ect() const { return flags & kFlagEct; }
   bool ce() const { return flags & kFlagCe; }
 };
 
 static_assert(sizeof(Packet) == 32, "abstract packet must stay 32 bytes");
+
+// Bytes of scheme data a packet carries (Packet::custom). The wire protocol
+// allows more (FP_MAX_CUSTOM, 16); the emulator and the endpoints both refuse
+// to agree on more than this.
+inline constexpr unsigned kPacketCustomBytes = sizeof(Packet::custom);
 
 }  // namespace flexplane

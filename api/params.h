@@ -219,4 +219,18 @@ class ParamSchema {
 // For components without parameters.
 struct NoParams {};
 
+// What the registry needs of anything configured by name (api/registry.h):
+// its Params type and a way to set them. Components, generic routers,
+// topology kinds and traffic patterns all derive from it.
+template <class P>
+class WithParams {
+ public:
+  using Params = P;
+  const P& params() const { return params_; }
+  void set_params(const P& p) { params_ = p; }
+
+ protected:
+  P params_{};
+};
+
 }  // namespace flexplane

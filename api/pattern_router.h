@@ -3,6 +3,7 @@
 // are inside the components' CRTP bases, so they inline the scheme's code.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -21,16 +22,29 @@ class alignas(kCacheLine) PatternRouter final : public Router {
 
   void bind(const RouterEnv& env) override {
     routes_ = env.routes;
-    bank_.reset(env.num_ports, cls_->num_queues(), qm_->queue_capacity_pkts());
+    const bool stamps = cls_->uses_enqueue_time() || qm_->uses_enqueue_time() || sched_->uses_enqueue_time();
+    bank_.reset(env.num_ports, cls_->num_queues(), qm_->queue_capacity_pkts(), stamps);
     rng_.reseed(env.seed, 0x1000000ull + env.router_id);
     verdicts_ = Verdicts(&bank_, env.router_id, env.sink);
-    ComponentEnv cenv{RouterShape{env.router_id, env.num_ports, cls_->num_queues(), env.mtu_bytes}, &bank_, &rng_};
+    ComponentEnv cenv;
+    cenv.shape = RouterShape{env.router_id, env.num_ports, cls_->num_queues(), env.mtu_bytes};
+    cenv.time = env.time;
+    cenv.bank = &bank_;
+    cenv.rng = &rng_;
+    cenv.verdicts = &verdicts_;
     cls_->bind(cenv);
     qm_->bind(cenv);
+    cenv.dequeuer = qm_->acts_at_dequeue() ? qm_.get() : nullptr;
     sched_->bind(cenv);
     ports_.resize(kBatch);
     queues_.resize(kBatch);
     live_ports_.resize(env.num_ports);
+    stats_.clear();
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<StatDesc> d = components()[i]->stat_descs();
+      stat_counts_[i] = static_cast<unsigned>(d.size());
+      stats_.insert(stats_.end(), d.begin(), d.end());
+    }
   }
 
   void input(Packet* pkts, uint32_t n, Timeslot now) override {
@@ -55,27 +69,60 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   // Routes by the table; the scheduler is only asked for backlogged ports.
   bool forwards_by_table() const override { return true; }
   const QueueBank& bank() const override { return bank_; }
-  uint64_t unrouted() const override { return verdicts_.unrouted(); }
+  const RouterLosses& losses() const override { return verdicts_.losses(); }
+
+  std::vector<StatDesc> stat_descs() const override { return stats_; }
+  void sample_stats(PortId port, StatsOut& out) const override {
+    // Each component numbers its stats from 0; shift them into the router's list.
+    struct Shifted final : StatsOut {
+      StatsOut& to;
+      unsigned first = 0;
+      explicit Shifted(StatsOut& o) : to(o) {}
+      void put(unsigned stat, QueueId q, double v) override { to.put(first + stat, q, v); }
+    } shifted(out);
+    for (int i = 0; i < 3; ++i) {
+      if (stat_counts_[i]) components()[i]->sample_stats(port, shifted);
+      shifted.first += stat_counts_[i];
+    }
+  }
 
  private:
   static constexpr uint32_t kBatch = 64;
 
+  std::array<const ComponentBase*, 3> components() const { return {cls_.get(), qm_.get(), sched_.get()}; }
+
   void input_chunk(Packet* pkts, uint32_t n, Timeslot now) {
+    verdicts_.set_now(now);
     // Route; packets with no route are reported and squeezed out of the batch.
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; ++i) {
       const PortId port = routes_->route(pkts[i]);
       if (__builtin_expect(port >= bank_.num_ports(), 0)) {
-        verdicts_.set_context(0, 0, now);
-        verdicts_.drop_unrouted(pkts[i], Reason::kNoRoute);
+        verdicts_.drop_unqueued(pkts[i], kNoRoute, Reason::kNoRoute);
         continue;
       }
       if (m != i) pkts[m] = pkts[i];
       ports_[m++] = port;
     }
     if (!m) return;
-    cls_->classify_batch(pkts, ports_.data(), queues_.data(), m);
-    qm_->enqueue_batch(pkts, ports_.data(), queues_.data(), m, now, verdicts_);
+    if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m), 0))
+      m = drop_unclassified(pkts, m);
+    if (m) qm_->enqueue_batch(pkts, ports_.data(), queues_.data(), m, now, verdicts_);
+  }
+
+  // Packets the classifier sent to a queue the port does not have: reported
+  // and squeezed out of the batch.
+  uint32_t drop_unclassified(Packet* pkts, uint32_t n) {
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (queues_[i] >= bank_.queues_per_port()) {
+        verdicts_.drop_unqueued(pkts[i], ports_[i], Reason::kClassifierRange);
+        continue;
+      }
+      if (m != i) pkts[m] = pkts[i], ports_[m] = ports_[i], queues_[m] = queues_[i];
+      ++m;
+    }
+    return m;
   }
 
   std::unique_ptr<ClassifierBase> cls_;
@@ -88,6 +135,8 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   cache_vector<PortId> ports_;
   cache_vector<QueueId> queues_;
   cache_vector<PortId> live_ports_;
+  std::vector<StatDesc> stats_;  // the three components' stats, in order
+  unsigned stat_counts_[3] = {};
 };
 
 }  // namespace flexplane

@@ -7,8 +7,11 @@
 //  - Masks make scheduling O(1): one bit per non-empty queue of a port (<= 64
 //    queues), one bit per port with any backlog.
 //  - push/pop/pop_at count enqueued/dequeued; evictions are counted by Verdicts.
-//  - The bank knows the current timeslot (set by the router each timeslot) so
-//    it can record when a queue went idle (RED's idle-time decay needs that).
+//  - The bank knows the current time (set by the router each timeslot) so it
+//    can record when a queue went idle (RED's idle-time decay) and, for
+//    schemes that ask (kUsesEnqueueTime), when each packet was enqueued
+//    (CoDel's sojourn time), in a ring beside the packets' so that the
+//    32-byte packet needs no room for it and other schemes pay nothing.
 #pragma once
 
 #include <sys/mman.h>
@@ -27,11 +30,11 @@ namespace flexplane {
 class alignas(kCacheLine) QueueBank {
  public:
   QueueBank() = default;
-  QueueBank(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts) {
-    reset(num_ports, queues_per_port, capacity_pkts);
+  QueueBank(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts, bool keep_enqueue_time = false) {
+    reset(num_ports, queues_per_port, capacity_pkts, keep_enqueue_time);
   }
 
-  void reset(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts) {
+  void reset(uint16_t num_ports, uint16_t queues_per_port, uint32_t capacity_pkts, bool keep_enqueue_time = false) {
     assert(queues_per_port >= 1 && queues_per_port <= kMaxQueuesPerPort);
     num_ports_ = num_ports;
     queues_per_port_ = queues_per_port;
@@ -46,7 +49,9 @@ class alignas(kCacheLine) QueueBank {
     const size_t nq = static_cast<size_t>(num_ports) * queues_per_port;
     // Default-initialised: large banks stay virtual until touched.
     slots_.reset(nq * stride_);
+    stamps_.reset(keep_enqueue_time ? new Timeslot[nq * stride_] : nullptr);
     queues_.assign(nq, QueueState{});
+    reasons_.assign(nq, ByReason{});
     ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
   }
@@ -64,16 +69,24 @@ class alignas(kCacheLine) QueueBank {
   uint64_t nonempty_queues(PortId port) const { return ports_[port].mask; }
   // Timeslot at which the queue last became empty (0 if never used).
   Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
-
+  // When the packet `index` behind the head was enqueued; only in banks that
+  // keep enqueue times (a component declared kUsesEnqueueTime).
+  bool keeps_enqueue_time() const { return stamps_ != nullptr; }
+  Timeslot enqueue_time(PortId port, QueueId q, uint32_t index = 0) const {
+    assert(stamps_ && index < queue(port, q).count);
+    return stamps_[slot_index(port, q, queue(port, q).head + index)];
+  }
   // Append to the tail. Returns false (and changes nothing) when the queue is at
   // capacity; the framework then drops the packet with Reason::kBankOverflow.
   bool push(PortId port, QueueId q, const Packet& p) {
     QueueState& s = queue(port, q);
     if (s.count >= capacity_) return false;
-    slot(port, q, s.head + s.count) = p;
+    const size_t at = slot_index(port, q, s.head + s.count);
+    slots_[at] = p;
+    if (stamps_) stamps_[at] = now_;
     ++s.count;
     s.bytes += p.size_bytes;
-    ++s.counters.enqueued;
+    ++s.enqueued;
     ++settled_;
     PortState& ps = ports_[port];
     ps.mask |= 1ull << q;
@@ -97,7 +110,7 @@ class alignas(kCacheLine) QueueBank {
     assert(s.count > 0);
     Packet p = slot(port, q, s.head);
     ++s.head;
-    ++s.counters.dequeued;
+    ++s.dequeued;
     after_remove(port, q, s, p);
     return p;
   }
@@ -105,7 +118,7 @@ class alignas(kCacheLine) QueueBank {
   // Dequeue the packet `index` places behind the head (counted as dequeued).
   Packet pop_at(PortId port, QueueId q, uint32_t index) {
     Packet p = remove_at(port, q, index);
-    ++counters(port, q).dequeued;
+    ++queue(port, q).dequeued;
     return p;
   }
 
@@ -115,18 +128,55 @@ class alignas(kCacheLine) QueueBank {
     assert(index < s.count);
     Packet p = slot(port, q, s.head + index);
     // Close the gap from the nearer end: O(min(index, count - index)).
+    auto move = [&](uint32_t to, uint32_t from) {
+      const size_t t = slot_index(port, q, s.head + to), f = slot_index(port, q, s.head + from);
+      slots_[t] = slots_[f];
+      if (stamps_) stamps_[t] = stamps_[f];
+    };
     if (index < s.count / 2) {
-      for (uint32_t i = index; i > 0; --i) slot(port, q, s.head + i) = slot(port, q, s.head + i - 1);
+      for (uint32_t i = index; i > 0; --i) move(i, i - 1);
       ++s.head;
     } else {
-      for (uint32_t i = index; i + 1 < s.count; ++i) slot(port, q, s.head + i) = slot(port, q, s.head + i + 1);
+      for (uint32_t i = index; i + 1 < s.count; ++i) move(i, i + 1);
     }
     after_remove(port, q, s, p);
     return p;
   }
 
-  QueueCounters& counters(PortId port, QueueId q) { return queue(port, q).counters; }
-  const QueueCounters& counters(PortId port, QueueId q) const { return queue(port, q).counters; }
+  // The counters of (port, q), assembled for reading (outputs, tests).
+  QueueCounters counters(PortId port, QueueId q) const {
+    const QueueState& s = queue(port, q);
+    QueueCounters c;
+    c.arrived = s.arrived;
+    c.enqueued = s.enqueued;
+    c.dequeued = s.dequeued;
+    c.dropped_on_arrival = s.dropped_on_arrival;
+    c.dropped_at_dequeue = s.dropped_at_dequeue;
+    c.evicted = s.evicted;
+    c.marked = s.marked;
+    const ByReason& r = reasons_[index(port, q)];
+    for (unsigned i = 0; i < kNumReasons; ++i) {
+      c.drops[i] = r.drops[i];
+      c.marks[i] = r.marks[i];
+    }
+    return c;
+  }
+  uint64_t dequeued(PortId port, QueueId q) const { return queue(port, q).dequeued; }
+
+  // Counting, by the framework only (the enqueue loop, Verdicts).
+  enum class DropStage : uint8_t { kOnArrival, kAtDequeue, kEvicted };
+  void count_arrival(PortId port, QueueId q) { ++queue(port, q).arrived; }
+  void count_drop(PortId port, QueueId q, DropStage stage, Reason r) {
+    QueueState& s = queue(port, q);
+    ++(stage == DropStage::kOnArrival ? s.dropped_on_arrival
+       : stage == DropStage::kAtDequeue ? s.dropped_at_dequeue
+                                        : s.evicted);
+    ++reasons_[index(port, q)].drops[static_cast<unsigned>(r)];
+  }
+  void count_mark(PortId port, QueueId q, Reason r) {
+    ++queue(port, q).marked;
+    ++reasons_[index(port, q)].marks[static_cast<unsigned>(r)];
+  }
 
   // Iterate ports with backlog, in increasing port order: fn(PortId).
   template <class Fn>
@@ -150,13 +200,21 @@ class alignas(kCacheLine) QueueBank {
   Timeslot now() const { return now_; }
 
  private:
-  // State and counters together: a push or pop touches one cache line.
+  // State and the scalar counters together: a push or pop touches one cache
+  // line, and the struct is 128 bytes, so indexing is a shift. Counts by
+  // reason (rarely touched) live apart, in reasons_.
   struct alignas(64) QueueState {
     uint32_t head = 0;  // free-running; masked on access
     uint32_t count = 0;
     uint64_t bytes = 0;
     Timeslot idle_since = 0;
-    QueueCounters counters;
+    uint64_t arrived = 0, enqueued = 0, dequeued = 0;
+    uint64_t dropped_on_arrival = 0, dropped_at_dequeue = 0, evicted = 0, marked = 0;
+  };
+  static_assert(sizeof(QueueState) == 128, "a power of two: queue(port, q) is a shift");
+  struct ByReason {
+    uint64_t drops[kNumReasons] = {};
+    uint64_t marks[kNumReasons] = {};
   };
 
   size_t index(PortId port, QueueId q) const {
@@ -165,12 +223,9 @@ class alignas(kCacheLine) QueueBank {
   }
   QueueState& queue(PortId port, QueueId q) { return queues_[index(port, q)]; }
   const QueueState& queue(PortId port, QueueId q) const { return queues_[index(port, q)]; }
-  Packet& slot(PortId port, QueueId q, uint32_t pos) {
-    return slots_[index(port, q) * stride_ + (pos & ring_mask_)];
-  }
-  const Packet& slot(PortId port, QueueId q, uint32_t pos) const {
-    return slots_[index(port, q) * stride_ + (pos & ring_mask_)];
-  }
+  size_t slot_index(PortId port, QueueId q, uint32_t pos) const { return index(port, q) * stride_ + (pos & ring_mask_); }
+  Packet& slot(PortId port, QueueId q, uint32_t pos) { return slots_[slot_index(port, q, pos)]; }
+  const Packet& slot(PortId port, QueueId q, uint32_t pos) const { return slots_[slot_index(port, q, pos)]; }
 
   void after_remove(PortId port, QueueId q, QueueState& s, const Packet& p) {
     --s.count;
@@ -217,6 +272,7 @@ class alignas(kCacheLine) QueueBank {
     Slots& operator=(const Slots&) = delete;
     ~Slots() { release(); }
   } slots_;
+  std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
   cache_vector<QueueState> queues_;
   struct PortState {
     uint64_t mask = 0;     // bit q: queue q non-empty
@@ -225,6 +281,7 @@ class alignas(kCacheLine) QueueBank {
   cache_vector<PortState> ports_;
   uint64_t settled_ = 0;
   cache_vector<uint64_t> nonempty_ports_;
+  std::vector<ByReason> reasons_;  // per queue; cold, so last: the fields above share two cache lines
 };
 
 }  // namespace flexplane

@@ -1,10 +1,19 @@
-// Queue manager (AQM): accept a packet into the bank, drop it, or mark it.
+// Queue manager (AQM): accept a packet into the bank, drop it, or mark it;
+// optionally also act when a packet leaves (drop or mark the head).
 //
 // Write `void enqueue(Packet&, PortId, QueueId, Timeslot now, Verdicts&)` in a
 // class deriving from QueueManager<Self, Params>. Every packet must end in
 // exactly one of bank().push(...) or out.drop(...); the framework checks and
 // drops (Reason::kBankOverflow) anything a scheme left unaccounted, so no
 // packet is ever silently lost.
+//
+// A queue manager that acts at dequeue (CoDel, PIE's delay measurement) also
+// writes `bool dequeue(PortId, QueueId, Timeslot now, Packet& out, Verdicts&)`:
+// the scheduler's dequeue() of a head packet then goes through it. It sends the
+// head by `out = bank().pop(port, q)` and returns true, or drops heads with
+// `v.drop_head(port, q, reason)` (counted as dropped_at_dequeue) and returns
+// false if that emptied the queue; it may CE-mark with
+// `v.mark_ecn(packet, port, q, reason)`.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +25,16 @@
 
 namespace flexplane {
 
-class QueueManagerBase {
+class QueueManagerBase : public ComponentBase {
  public:
-  virtual ~QueueManagerBase() = default;
   // Most packets any one queue may hold; sizes the bank's storage.
   virtual uint32_t queue_capacity_pkts() const = 0;
-  virtual void bind(const ComponentEnv& env) = 0;
   virtual void enqueue_batch(Packet* pkts, const PortId* ports, const QueueId* queues, uint32_t n, Timeslot now,
                              Verdicts& out) = 0;
+  // Whether dequeue_head() does more than pop the head.
+  virtual bool acts_at_dequeue() const { return false; }
+  // The packet that leaves (port, q) now, if any; see the file comment.
+  virtual bool dequeue_head(PortId port, QueueId q, Timeslot now, Packet& out, Verdicts& v) = 0;
 };
 
 template <class Derived, class P>
@@ -34,6 +45,7 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
     static_cast<Derived*>(this)->on_bind();
   }
   void on_bind() {}  // optional hook: size per-port state from shape()
+  bool uses_enqueue_time() const override { return uses_enqueue_time_v<Derived>(); }
 
   void enqueue_batch(Packet* pkts, const PortId* ports, const QueueId* queues, uint32_t n, Timeslot now,
                      Verdicts& out) final {
@@ -44,13 +56,29 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
       // Locals: the stores below may alias the arrays as far as the compiler knows.
       const PortId port = ports[i];
       const QueueId q = queues[i];
-      ++b.counters(port, q).arrived;
+      b.count_arrival(port, q);
       const uint64_t settled = b.settled();
       out.set_context(port, q);
       self->enqueue(pkts[i], port, q, now, out);
       if (__builtin_expect(b.settled() == settled, 0)) out.drop(pkts[i], Reason::kBankOverflow);
     }
   }
+
+  bool acts_at_dequeue() const final { return has_dequeue; }
+  bool dequeue_head(PortId port, QueueId q, Timeslot now, Packet& out, Verdicts& v) final {
+    if constexpr (has_dequeue) {
+      return static_cast<Derived*>(this)->dequeue(port, q, now, out, v);
+    } else {
+      if (this->bank().empty(port, q)) return false;
+      out = this->bank().pop(port, q);
+      return true;
+    }
+  }
+
+ private:
+  static constexpr bool has_dequeue = requires(Derived& d, PortId p, QueueId q, Timeslot t, Packet& o, Verdicts& v) {
+    { d.dequeue(p, q, t, o, v) } -> std::same_as<bool>;
+  };
 };
 
 }  // namespace flexplane

@@ -1,5 +1,8 @@
 // Named reasons for every drop and ECN mark. The framework counts events per
-// (port, queue, reason); schemes only choose the reason.
+// (port, queue, reason); schemes only choose the reason. The last few are the
+// framework's own: packets lost before reaching a queue (no_route,
+// classifier_out_of_range) or on the way out of a router (link_collision,
+// no_link, misdelivered), counted per router and written to losses.csv.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,12 @@ enum class Reason : uint8_t {
   kNoRoute,             // destination unknown to the routing table
   kBankOverflow,        // queue bank storage exhausted (scheme allowed more)
   kEndpointOverflow,    // live mode: an endpoint asked faster than its queue limit allows
+  kSojournTime,         // dropped at dequeue: sojourn time above target for too long (CoDel)
+  kFattestFlow,         // head of the queue with the most bytes, when the port is over its limit (FQ-CoDel)
+  kClassifierRange,     // the classifier chose a queue the port does not have
+  kLinkCollision,       // a router sent a second packet on one port in one timeslot
+  kNoLink,              // a router sent on a port with nothing attached
+  kMisdelivered,        // a router sent a packet to an endpoint other than its destination
   kCount
 };
 
@@ -32,6 +41,12 @@ inline const char* reason_name(Reason r) {
     case Reason::kNoRoute: return "no_route";
     case Reason::kBankOverflow: return "bank_overflow";
     case Reason::kEndpointOverflow: return "endpoint_overflow";
+    case Reason::kSojournTime: return "sojourn_time";
+    case Reason::kFattestFlow: return "fattest_flow";
+    case Reason::kClassifierRange: return "classifier_out_of_range";
+    case Reason::kLinkCollision: return "link_collision";
+    case Reason::kNoLink: return "no_link";
+    case Reason::kMisdelivered: return "misdelivered";
     case Reason::kCount: break;
   }
   return "unknown";

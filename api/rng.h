@@ -1,6 +1,7 @@
-// Seeded per-component random numbers. Each component (router, endpoint group,
-// workload) derives its own stream from (run seed, component id), so results do
-// not depend on the order in which cores run components.
+// The project's one source of random numbers and hashes. Each component
+// (router, endpoint group, workload) derives its own stream from (run seed,
+// component id), so results do not depend on the order in which cores run
+// components; hash tables and seeds use the same splitmix64 mix.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,9 @@ inline uint64_t splitmix64(uint64_t& state) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+// The same mix as a pure function of `x` (hash tables, seeds derived from a seed).
+inline uint64_t mix64(uint64_t x) { return splitmix64(x); }
 
 // xoshiro256** (Blackman & Vigna): fast, 256-bit state, good statistical quality.
 class Rng {

@@ -3,15 +3,18 @@
 //
 // Most schemes never implement this directly: PatternRouter (api/pattern_router.h)
 // composes route -> classify -> enqueue -> schedule. Schemes that do not fit the
-// pattern (e.g. a shared-buffer switch) implement Router and register with
-// FLEXPLANE_REGISTER_ROUTER.
+// pattern (e.g. a shared-buffer switch) derive from Router and WithParams<P>
+// (api/params.h) and register with FLEXPLANE_REGISTER_ROUTER.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "api/packet.h"
 #include "api/queue_bank.h"
 #include "api/routing_table.h"
+#include "api/scheme_stats.h"
+#include "api/time.h"
 #include "api/verdicts.h"
 
 namespace flexplane {
@@ -19,7 +22,8 @@ namespace flexplane {
 struct RouterEnv {
   uint32_t router_id = 0;
   uint16_t num_ports = 0;
-  uint32_t mtu_bytes = 1500;
+  uint32_t mtu_bytes = 1500;             // bytes of a full-sized (abstract) packet
+  TimeBase time;                         // tick length and line rate (api/time.h)
   const RoutingTable* routes = nullptr;  // owned by the engine, outlives the router
   EventSink* sink = nullptr;             // may be null
   uint64_t seed = 1;                     // run seed; combine with router_id for streams
@@ -48,8 +52,13 @@ class Router {
   virtual bool forwards_by_table() const { return false; }
   // The framework-owned accounting (occupancy, counters).
   virtual const QueueBank& bank() const = 0;
-  // Packets dropped before reaching any queue (unknown destination).
-  virtual uint64_t unrouted() const = 0;
+  // Packets dropped before reaching any queue, by reason (no_route,
+  // classifier_out_of_range); each was also reported to the EventSink.
+  virtual const RouterLosses& losses() const = 0;
+  // The scheme's own statistics (api/scheme_stats.h), sampled per port
+  // beside the occupancy; none by default.
+  virtual std::vector<StatDesc> stat_descs() const { return {}; }
+  virtual void sample_stats(PortId port, StatsOut& out) const {}
 };
 
 }  // namespace flexplane

@@ -2,21 +2,27 @@
 //
 // Write `bool schedule(PortId, Timeslot now, Packet& out)` in a class deriving
 // from Scheduler<Self, Params>; it is called once per timeslot for each port
-// whose queues are not all empty, and dequeues through bank().pop(...).
-// Returning false leaves the port idle this timeslot (non-work-conserving).
+// whose queues are not all empty. It takes the head of a queue with
+// `dequeue(port, q, now, out)`, which goes through the queue manager when that
+// acts at dequeue (CoDel) and so may return false when drops emptied the
+// queue: then pick again, or return false to leave the port idle this
+// timeslot (also what a non-work-conserving scheduler does). A scheduler that
+// sends from behind the head uses bank().pop_at(...) and bypasses the queue
+// manager's dequeue hook. verdicts() reports drops and marks a scheduler
+// makes itself.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 
 #include "api/component.h"
 #include "api/packet.h"
+#include "api/queue_manager.h"
 
 namespace flexplane {
 
-class SchedulerBase {
+class SchedulerBase : public ComponentBase {
  public:
-  virtual ~SchedulerBase() = default;
-  virtual void bind(const ComponentEnv& env) = 0;
   // For each port in `ports` (all have backlog) pick at most one packet.
   // Returns the number written to out / out_ports.
   virtual uint32_t schedule_batch(const PortId* ports, uint32_t n, Timeslot now, Packet* out, PortId* out_ports) = 0;
@@ -30,15 +36,28 @@ class Scheduler : public SchedulerBase, public Configured<P> {
     static_cast<Derived*>(this)->on_bind();
   }
   void on_bind() {}  // optional hook: size per-port state from shape()
+  bool uses_enqueue_time() const override { return uses_enqueue_time_v<Derived>(); }
 
   uint32_t schedule_batch(const PortId* ports, uint32_t n, Timeslot now, Packet* out, PortId* out_ports) final {
     auto* self = static_cast<Derived*>(this);
+    this->env_.verdicts->set_now(now);
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; ++i) {
       if (self->schedule(ports[i], now, out[m])) out_ports[m++] = ports[i];
     }
     return m;
   }
+
+ protected:
+  // Take the head of (port, q): through the queue manager if it acts at
+  // dequeue, else a plain pop. Precondition: the queue is not empty. False
+  // if the queue manager's drops emptied it.
+  bool dequeue(PortId port, QueueId q, Timeslot now, Packet& out) {
+    if (QueueManagerBase* qm = this->env_.dequeuer) return qm->dequeue_head(port, q, now, out, *this->env_.verdicts);
+    out = this->bank().pop(port, q);
+    return true;
+  }
+  Verdicts& verdicts() { return *this->env_.verdicts; }
 };
 
 }  // namespace flexplane

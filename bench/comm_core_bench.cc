@@ -26,7 +26,7 @@
 
 #include "emulator/live/comm_core.h"
 #include "emulator/live/test_eal.h"
-#include "emulator/topology.h"
+#include "emulator/topology/topology.h"
 #include "fp_endpoint_conn.h"
 
 using namespace flexplane;

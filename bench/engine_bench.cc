@@ -26,9 +26,9 @@
 #include <ctime>
 #include <thread>
 
-#include "emulator/backlog_traffic.h"
-#include "emulator/engine.h"
-#include "emulator/router_factory.h"
+#include "emulator/traffic/backlog_traffic.h"
+#include "emulator/engine/engine.h"
+#include "emulator/config/router_factory.h"
 
 using namespace flexplane;
 

@@ -7,7 +7,7 @@
 
 #include "api/pattern_router.h"
 #include "api/queue_bank.h"
-#include "emulator/router_factory.h"
+#include "emulator/config/router_factory.h"
 
 using namespace flexplane;
 

@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "emulator/flow.h"
-#include "emulator/flow_traffic.h"
+#include "api/endpoint_contract.h"
+#include "api/flow.h"
 #include "proto/fp_endpoint_conn.h"
 
 namespace flexplane::endpoint {
@@ -483,8 +483,8 @@ class Driver {
     rejects_seen_ = conn_.stats.rejects;
     const fp_reject& j = conn_.last_reject;
     const bool adaptable = (j.code == FP_REJ_CUSTOM_SIZE || j.code == FP_REJ_FEATURES) &&
-                           (j.features & ~FP_FEAT_ALL) == 0 && j.req_custom_len <= FP_MAX_CUSTOM &&
-                           j.verdict_custom_len <= FP_MAX_CUSTOM && ctr_.conn_restarts < 4;
+                           (j.features & ~FP_FEAT_ALL) == 0 && j.req_custom_len <= kPacketCustomBytes &&
+                           j.verdict_custom_len <= kPacketCustomBytes && ctr_.conn_restarts < 4;
     char msg[256];
     std::snprintf(msg, sizeof msg,
                   "emulator refused the session: %s (endpoint custom %u/%u features %u; emulator custom %u/%u "

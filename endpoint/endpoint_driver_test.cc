@@ -276,6 +276,22 @@ TEST_CASE("endpoint driver: adopts the emulator's features and sizes after a REJ
   CHECK(d.conn().cfg.req_custom_len == 4);
 }
 
+TEST_CASE("endpoint driver: refuses an emulator asking for more custom data than a packet carries", "[endpoint]") {
+  // The protocol allows 16 bytes; the abstract packet keeps 12 (kPacketCustomBytes): the
+  // driver does not adopt 16, it stops with the emulator's refusal and both sides' sizes.
+  FakeEmulatorOptions eo;
+  eo.req_custom_len = 16;
+  FakeEmulator emu(eo);
+  const FlowList flows = test_flows(3);
+  Driver d(test_options(emu.addr()), flows);
+  const int fd = d.open_socket();
+  const DriverResult r = d.run(fd);
+  close(fd);
+  REQUIRE(r.status == DriverStatus::kRejected);
+  CHECK_THAT(r.message, Catch::Contains("emulator custom 16/0"));
+  CHECK(d.counters().conn_restarts == 0);
+}
+
 TEST_CASE("endpoint driver: gives up after the time limit when no emulator answers", "[endpoint]") {
   // A bound socket that never answers.
   const int silent = socket(AF_INET, SOCK_DGRAM, 0);

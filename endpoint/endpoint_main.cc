@@ -18,12 +18,12 @@
 #include <iostream>
 
 #include "api/params.h"
-#include "emulator/config.h"
-#include "emulator/endpoint_contract.h"
-#include "emulator/flow_trace.h"
-#include "emulator/router_factory.h"
-#include "emulator/version.h"
-#include "emulator/workload.h"
+#include "emulator/config/config.h"
+#include "emulator/config/endpoint_contract.h"
+#include "emulator/workload/flow_trace.h"
+#include "emulator/config/router_factory.h"
+#include "api/version.h"
+#include "emulator/workload/workload.h"
 #include "endpoint/endpoint_driver.h"
 
 using namespace flexplane;
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
                  "(default: last flow start + 60 s)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--out", out_dir, "output folder (default endpoint-ID)");
-  app.add_option("--trace", trace, "flow trace CSV (emulator/flow_trace.h) instead of the config's workload");
+  app.add_option("--trace", trace, "flow trace CSV (emulator/workload/flow_trace.h) instead of the config's workload");
   app.add_option("--window", window, "requests in flight, a power of two (default 1024)")
       ->check(CLI::Range(1u, 32768u));
   app.add_option("--rto-us", rto_us, "initial retransmission timeout, microseconds (default 2000)")

@@ -18,7 +18,7 @@ class DrrScheduler : public Scheduler<DrrScheduler, DrrParams> {
     deficit_.assign(size_t{shape().num_ports} * shape().queues_per_port, 0);
   }
 
-  bool schedule(PortId port, Timeslot, Packet& out) {
+  bool schedule(PortId port, Timeslot now, Packet& out) {
     PortState& s = ports_[port];
     // The scheduler does not see arrivals: queues that became backlogged since the last call join
     // the tail of the ring now, in queue order.
@@ -27,9 +27,10 @@ class DrrScheduler : public Scheduler<DrrScheduler, DrrParams> {
       s.ring[(s.head + s.len++) % kMaxQueuesPerPort] = q;
       s.in_ring |= 1ull << q;
     }
-    for (;;) {  // ends: the port has backlog and every lap adds a quantum to each queue
+    for (;;) {  // ends: every lap adds a quantum to each queue, or drops at dequeue empty the port
+      if (!s.len) return false;  // every queue was emptied by its queue manager's drops
       const QueueId q = s.ring[s.head];
-      uint32_t& deficit = deficit_[size_t{port} * shape().queues_per_port + q];
+      int32_t& deficit = deficit_[size_t{port} * shape().queues_per_port + q];
       if (bank().empty(port, q)) {  // emptied by an eviction
         leave(s, q, deficit);
         continue;
@@ -38,12 +39,14 @@ class DrrScheduler : public Scheduler<DrrScheduler, DrrParams> {
         deficit += params().quantum_bytes;
         s.in_turn = true;
       }
-      const uint32_t size = bank().peek(port, q).size_bytes;
+      const int32_t size = bank().peek(port, q).size_bytes;
       if (size <= deficit) {
-        deficit -= size;
-        out = bank().pop(port, q);
+        // The queue manager may drop the head at dequeue and send the next packet instead.
+        const bool sent = dequeue(port, q, now, out);
+        if (sent) deficit -= out.size_bytes;
         if (bank().empty(port, q)) leave(s, q, deficit);
-        return true;
+        if (sent) return true;
+        continue;
       }
       s.in_turn = false;  // the head does not fit: keep the deficit, go to the tail
       s.ring[(s.head + s.len) % kMaxQueuesPerPort] = q;
@@ -60,7 +63,7 @@ class DrrScheduler : public Scheduler<DrrScheduler, DrrParams> {
   };
 
   // An empty queue leaves the ring and forfeits its deficit.
-  void leave(PortState& s, QueueId q, uint32_t& deficit) {
+  void leave(PortState& s, QueueId q, int32_t& deficit) {
     deficit = 0;
     s.in_turn = false;
     s.in_ring &= ~(1ull << q);
@@ -69,7 +72,7 @@ class DrrScheduler : public Scheduler<DrrScheduler, DrrParams> {
   }
 
   std::vector<PortState> ports_;
-  std::vector<uint32_t> deficit_;  // per (port, queue), bytes
+  std::vector<int32_t> deficit_;  // per (port, queue), bytes (below 0 after a dequeue drop sent a larger packet)
 };
 
 FLEXPLANE_REGISTER_SCHEDULER(DrrScheduler, "drr", "deficit round robin over the port's queues",

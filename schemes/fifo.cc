@@ -11,10 +11,7 @@ class SingleQueueClassifier : public Classifier<SingleQueueClassifier, NoParams>
 
 class FifoScheduler : public Scheduler<FifoScheduler, NoParams> {
  public:
-  bool schedule(PortId port, Timeslot, Packet& out) {
-    out = bank().pop(port, 0);
-    return true;
-  }
+  bool schedule(PortId port, Timeslot now, Packet& out) { return dequeue(port, 0, now, out); }
 };
 
 FLEXPLANE_REGISTER_CLASSIFIER(SingleQueueClassifier, "single", "every packet joins queue 0 of its port");

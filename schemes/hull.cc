@@ -27,9 +27,9 @@ class HullQueueManager : public QueueManager<HullQueueManager, HullParams> {
 
   void enqueue(Packet& p, PortId port, QueueId q, Timeslot now, Verdicts& out) {
     if (bank().packets(port, q) >= params().capacity_pkts) return out.drop(p, Reason::kQueueFull);
-    // Line rate is one abstract packet (mtu_bytes) per timeslot.
     Phantom& ph = phantom_[port];
-    const double drain_bytes = static_cast<double>(now - ph.updated) * params().gamma * shape().mtu_bytes;
+    // Drains at gamma x line rate (bytes per tick: time().link_bytes_per_tick).
+    const double drain_bytes = static_cast<double>(now - ph.updated) * params().gamma * time().link_bytes_per_tick;
     ph.bytes = std::max(0.0, ph.bytes - drain_bytes);
     ph.updated = now;
     if (ph.bytes + p.size_bytes > params().mark_threshold_bytes && !out.mark_ecn(p, Reason::kPhantomQueue) &&
@@ -38,6 +38,11 @@ class HullQueueManager : public QueueManager<HullQueueManager, HullParams> {
     ph.bytes += p.size_bytes;
     bank().push(port, q, p);
   }
+
+  std::vector<StatDesc> stat_descs() const override {
+    return {{"hull_phantom_bytes", "phantom queue at the port's last arrival, bytes", StatDesc::kPerPort}};
+  }
+  void sample_stats(PortId port, StatsOut& out) const override { out.put(0, 0, phantom_[port].bytes); }
 
  private:
   struct Phantom {

@@ -24,7 +24,7 @@ TEST_CASE("pfabric: a full buffer drops its least urgent packet, arrival include
   REQUIRE(r.log.drops[0].p.flow == 2);
   REQUIRE(r.log.drops[1].p.flow == 5);
   REQUIRE(r.log.drops[2].p.flow == 6);
-  REQUIRE(r.counters(0).dropped_from_queue == 1);
+  REQUIRE(r.counters(0).evicted == 1);
   REQUIRE(r.counters(0).dropped_on_arrival == 2);
   REQUIRE(r.drops(0, 0, Reason::kLowestPriority) == 3);
   // Remaining 1 (5), 3 (3), 4 (7) leave in priority order.
@@ -58,7 +58,7 @@ TEST_CASE("pfabric preset: 24-packet buffers keep the 24 most urgent packets", "
   std::vector<Packet> burst;
   for (uint32_t i = 0; i < 30; ++i) burst.push_back(with_priority(30 - i, 0, 30 - i));
   r.input(burst, 0);
-  REQUIRE(r.counters(0).dropped_from_queue == 6);
+  REQUIRE(r.counters(0).evicted == 6);
   for (size_t i = 0; i < 6; ++i) REQUIRE(r.log.drops[i].p.priority == 30 - i);
   std::vector<uint32_t> expected;
   for (uint32_t p = 1; p <= 24; ++p) expected.push_back(p);

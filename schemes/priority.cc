@@ -6,9 +6,11 @@ namespace flexplane {
 
 class PriorityScheduler : public Scheduler<PriorityScheduler, NoParams> {
  public:
-  bool schedule(PortId port, Timeslot, Packet& out) {
-    out = bank().pop(port, static_cast<QueueId>(__builtin_ctzll(bank().nonempty_queues(port))));
-    return true;
+  bool schedule(PortId port, Timeslot now, Packet& out) {
+    // A queue manager acting at dequeue may empty a queue by drops: then try the next.
+    for (uint64_t live; (live = bank().nonempty_queues(port));)
+      if (dequeue(port, static_cast<QueueId>(__builtin_ctzll(live)), now, out)) return true;
+    return false;
   }
 };
 

@@ -1,6 +1,7 @@
 // RED (Floyd & Jacobson 1993): drop (or ECN-mark) arrivals with a probability that grows with an
 // EWMA of the queue length; counting packets since the last drop spaces drops evenly. While a
-// queue is idle its average decays as if it had sampled an empty queue once per timeslot.
+// queue is idle its average decays as if it had sampled an empty queue once per full-sized
+// packet the link could have sent (the paper's m = idle time / transmission time).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -36,8 +37,9 @@ class RedQueueManager : public QueueManager<RedQueueManager, RedParams> {
     const uint32_t len = bank().packets(port, q);
     if (len > 0)
       v.avg += P.weight * (len - v.avg);
-    else  // idle: decay by the m = idle timeslots in which m packets could have been sent
-      v.avg *= std::pow(1 - P.weight, static_cast<double>(now - bank().idle_since(port, q)));
+    else  // idle: decay by the m packets the link could have sent meanwhile
+      v.avg *= std::pow(1 - P.weight, time().bytes_in(static_cast<double>(now - bank().idle_since(port, q))) /
+                                          shape().mtu_bytes);
     if (len >= P.capacity_pkts) return out.drop(p, Reason::kQueueFull);
     if (v.avg >= P.max_th_pkts) {
       v.count = 0;
@@ -57,6 +59,18 @@ class RedQueueManager : public QueueManager<RedQueueManager, RedParams> {
       }
     }
     bank().push(port, q, p);
+  }
+
+  std::vector<StatDesc> stat_descs() const override {
+    return {{"red_avg_pkts", "EWMA of the queue length seen by arrivals, packets", StatDesc::kPerQueue},
+            {"red_count", "packets accepted since the last early drop or mark", StatDesc::kPerQueue}};
+  }
+  void sample_stats(PortId port, StatsOut& out) const override {
+    for (QueueId q = 0; q < shape().queues_per_port; ++q) {
+      const Vars& v = vars_[size_t{port} * shape().queues_per_port + q];
+      out.put(0, q, v.avg);
+      out.put(1, q, v.count);
+    }
   }
 
  private:

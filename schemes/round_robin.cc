@@ -10,14 +10,16 @@ class RoundRobinScheduler : public Scheduler<RoundRobinScheduler, NoParams> {
  public:
   void on_bind() { last_.assign(shape().num_ports, kMaxQueuesPerPort - 1); }  // first turn: queue 0
 
-  bool schedule(PortId port, Timeslot, Packet& out) {
-    const uint64_t live = bank().nonempty_queues(port);
-    const unsigned next = last_[port] + 1u;
-    const uint64_t after = next < kMaxQueuesPerPort ? live & (~0ull << next) : 0;  // queues after the last served
-    const QueueId q = static_cast<QueueId>(__builtin_ctzll(after ? after : live));
-    last_[port] = q;
-    out = bank().pop(port, q);
-    return true;
+  bool schedule(PortId port, Timeslot now, Packet& out) {
+    // A queue manager acting at dequeue may empty a queue by drops: then it is the next one's turn.
+    for (uint64_t live; (live = bank().nonempty_queues(port));) {
+      const unsigned next = last_[port] + 1u;
+      const uint64_t after = next < kMaxQueuesPerPort ? live & (~0ull << next) : 0;  // queues after the last served
+      const QueueId q = static_cast<QueueId>(__builtin_ctzll(after ? after : live));
+      last_[port] = q;
+      if (dequeue(port, q, now, out)) return true;
+    }
+    return false;
   }
 
  private:

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -98,9 +99,14 @@ struct DropLog : EventSink {
   }
 };
 
+// A tick is 1 us in tests (so `_us` parameters are ticks), and a link sends
+// one mtu_bytes packet per tick, as in the emulator.
+inline constexpr double kNsPerTick = 1000;
+
 class TestRouter {
  public:
-  TestRouter(uint16_t num_ports, const Components& c, uint64_t seed = 1, uint32_t mtu_bytes = 1500)
+  TestRouter(uint16_t num_ports, const Components& c, uint64_t seed = 1, uint32_t mtu_bytes = 1500,
+             double ns_per_tick = kNsPerTick)
       : routes_(num_ports, 0),
         router_(make_component<ClassifierBase>(c.classifier), make_component<QueueManagerBase>(c.queue_manager),
                 make_component<SchedulerBase>(c.scheduler)) {
@@ -108,6 +114,7 @@ class TestRouter {
     RouterEnv env;
     env.num_ports = num_ports;
     env.mtu_bytes = mtu_bytes;
+    env.time = TimeBase{ns_per_tick, static_cast<double>(mtu_bytes)};
     env.routes = &routes_;
     env.sink = &log;
     env.seed = seed;
@@ -145,7 +152,8 @@ class TestRouter {
   }
 
   const QueueBank& bank() const { return router_.bank(); }
-  const QueueCounters& counters(PortId port, QueueId q = 0) const { return bank().counters(port, q); }
+  const PatternRouter& router() const { return router_; }
+  QueueCounters counters(PortId port, QueueId q = 0) const { return bank().counters(port, q); }
   uint64_t drops(PortId port, QueueId q, Reason r) const { return counters(port, q).drops[static_cast<unsigned>(r)]; }
   uint64_t marks(PortId port, QueueId q, Reason r) const { return counters(port, q).marks[static_cast<unsigned>(r)]; }
 
@@ -158,15 +166,31 @@ class TestRouter {
         const QueueCounters& c = counters(port, q);
         INFO("port " << port << " queue " << int(q));
         REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
-        REQUIRE(c.enqueued == c.dequeued + c.dropped_from_queue + bank().packets(port, q));
+        REQUIRE(c.enqueued == c.dequeued + c.dropped_at_dequeue + c.evicted + bank().packets(port, q));
         uint64_t drops = 0, marks = 0;
         for (unsigned r = 0; r < kNumReasons; ++r) drops += c.drops[r], marks += c.marks[r];
-        REQUIRE(drops == c.dropped_on_arrival + c.dropped_from_queue);
+        REQUIRE(drops == c.dropped());
         REQUIRE(marks == c.marked);
         REQUIRE(c.drops[static_cast<unsigned>(Reason::kBankOverflow)] == 0);  // schemes must account for every packet
         all_drops += drops;
       }
-    REQUIRE(log.drops.size() == all_drops + router_.unrouted());
+    REQUIRE(log.drops.size() == all_drops + router_.losses().total());
+  }
+
+  // The router's scheme statistics for `port`: stat name -> queue -> value.
+  std::map<std::string, std::map<QueueId, double>> stats(PortId port) const {
+    const std::vector<StatDesc> descs = router_.stat_descs();
+    struct Collect final : StatsOut {
+      const std::vector<StatDesc>& d;
+      std::map<std::string, std::map<QueueId, double>> out;
+      explicit Collect(const std::vector<StatDesc>& descs) : d(descs) {}
+      void put(unsigned stat, QueueId q, double v) override {
+        REQUIRE(stat < d.size());
+        out[d[stat].name][d[stat].scope == StatDesc::kPerQueue ? q : QueueId{0}] = v;
+      }
+    } c(descs);
+    router_.sample_stats(port, c);
+    return c.out;
   }
 
   DropLog log;

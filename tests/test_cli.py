@@ -51,9 +51,13 @@ def test_help_lists_subcommands() -> None:
 def test_list_shows_every_scheme_and_parameter_docs() -> None:
     r = run("list")
     assert r.returncode == 0
-    for scheme in ("droptail", "red", "dctcp", "hull", "priority_by_size", "round_robin", "drr", "pfabric"):
+    for scheme in ("droptail", "red", "dctcp", "hull", "priority_by_size", "round_robin", "drr", "pfabric",
+                   "codel", "pie", "fq_codel", "lstf"):
         assert scheme in r.stdout, scheme
     assert "capacity_pkts" in r.stdout and "k_pkts" in r.stdout
+    # Topology kinds and traffic patterns come from their registries too, with their parameters.
+    assert "Topology kinds" in r.stdout and "leaf_spine" in r.stdout and "endpoints_per_rack" in r.stdout
+    assert "Traffic patterns" in r.stdout and "incast" in r.stdout and "fan_in" in r.stdout
 
 
 def test_no_arguments_is_a_usage_error() -> None:
@@ -64,7 +68,7 @@ def test_no_arguments_is_a_usage_error() -> None:
     "change, expected",
     [
         ({"topology": {"kind": "ring"}}, ["topology.kind", "unknown topology kind 'ring'"]),
-        ({"topology": {"endpoints_per_rack": "many"}}, ["topology.endpoints_per_rack", "'many'"]),
+        ({"topology": {"endpoints_per_rack": "many"}}, ["topology (topology kind 'leaf_spine')", "'endpoints_per_rack'", "'many'"]),
         ({"routers": {"default": {"scheme": "fancy"}}}, ["unknown scheme 'fancy'", "droptail"]),
         ({"routers": {"default": {"queue_manager": {"capacity_pkts": -1}}}}, ["capacity_pkts", "'-1'"]),
         ({"routers": {"default": {"queue_manager": {"k": 1}}}}, ["unknown parameter 'k'", "capacity_pkts"]),
@@ -132,10 +136,46 @@ def test_small_run_writes_documented_outputs_with_consistent_counts(tmp_path: Pa
     for c in counters:
         n = {k: int(v) for k, v in c.items() if k not in ("router",)}
         assert n["arrived"] == n["enqueued"] + n["dropped_on_arrival"]
-        assert n["enqueued"] == n["dequeued"] + n["dropped_from_queue"] + n["backlog_pkts"]
-        assert n["dropped_on_arrival"] + n["dropped_from_queue"] == sum(v for k, v in n.items() if k.startswith("drops_"))
-    assert sum(int(c["dropped_on_arrival"]) + int(c["dropped_from_queue"]) for c in counters) == dropped
+        assert n["enqueued"] == n["dequeued"] + n["dropped_at_dequeue"] + n["evicted"] + n["backlog_pkts"]
+        assert n["dropped_on_arrival"] + n["dropped_at_dequeue"] + n["evicted"] == sum(v for k, v in n.items() if k.startswith("drops_"))
+    assert sum(int(c["dropped_on_arrival"]) + int(c["dropped_at_dequeue"]) + int(c["evicted"]) for c in counters) == dropped
     assert {o["router"] for o in occupancy} == {"tor0", "tor1", "spine0", "spine1"}
+    # No loss outside a queue in a correct network, and every kind is reported (zeros included).
+    losses = rows(out / "losses.csv")
+    kinds = {"no_route", "classifier_out_of_range", "link_collision", "no_link", "misdelivered", "unexpected_arrivals"}
+    assert {x["kind"] for x in losses} == kinds and all(x["packets"] == "0" for x in losses)
+    assert meta["results"]["losses"] == {k: 0 for k in kinds}
+    assert not (out / "scheme_stats.csv").exists()  # droptail exports no statistics
+
+
+def test_scheme_statistics_are_sampled_beside_the_occupancy(tmp_path: Path) -> None:
+    # Three 50-packet flows into one endpoint at once: its ToR port builds a queue under RED.
+    (tmp_path / "incast.csv").write_text("flow_id,src,dst,size_pkts,start_timeslot\n0,0,3,50,0\n1,1,3,50,0\n2,2,3,50,0\n")
+    cfg = write(tmp_path, """
+topology: {kind: single_rack, endpoints: 4}
+routers: {default: {scheme: red, queue_manager: {min_th_pkts: 2, max_th_pkts: 20}}}
+workload: {kind: trace, trace: incast.csv}
+run: {duration_ms: 0.012, drain_ms: 0.3, occupancy_interval_us: 6}
+""")
+    r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    stats = rows(tmp_path / "out" / "scheme_stats.csv")
+    occupancy = rows(tmp_path / "out" / "occupancy.csv")
+    assert {s["stat"] for s in stats} == {"red_avg_pkts", "red_count"}
+    # One value per stat, port and queue at every occupancy sample.
+    assert {s["timeslot"] for s in stats} == {o["timeslot"] for o in occupancy}
+    assert len(stats) == 2 * len(occupancy)
+    assert max(float(s["value"]) for s in stats if s["stat"] == "red_avg_pkts") > 0
+
+
+def test_live_refuses_more_custom_data_than_a_packet_carries(tmp_path: Path) -> None:
+    # The protocol allows 16 bytes; the abstract packet keeps 12. Refused before DPDK starts.
+    cfg = write(tmp_path, SMALL)
+    for flag in ("--req-custom", "--verdict-custom"):
+        r = run("live", str(cfg), flag, "16", "--out", str(tmp_path / "live"), "--", "--no-pci")
+        assert r.returncode == 2, r.stderr
+        assert f"{flag}: 16 bytes of custom data, but an abstract packet carries 12" in r.stderr
+        assert "EAL" not in r.stderr
 
 
 def test_one_and_two_cores_give_identical_files(tmp_path: Path) -> None:
@@ -147,7 +187,7 @@ def test_one_and_two_cores_give_identical_files(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
     meta = yaml.safe_load((tmp_path / "2-lockstep" / "metadata.yaml").read_text())
     assert meta["lookahead"] is False
-    for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.csv"):
+    for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.csv", "losses.csv"):
         for out in ("2", "2-lockstep"):
             assert (tmp_path / "1" / name).read_bytes() == (tmp_path / out / name).read_bytes(), (out, name)
 

@@ -28,42 +28,15 @@
 #include <vector>
 
 #include "api/reason.h"
-#include "emulator/live_traffic.h"
+#include "emulator/live/clock.h"
+#include "emulator/live/dpdk_port.h"
+#include "emulator/live/frame_parser.h"
+#include "emulator/traffic/live_traffic.h"
 #include "fp_emu_conn.h"
 
 namespace flexplane::live {
 
 inline constexpr uint16_t kBurst = 32;
-
-// Why a received frame was dropped before reaching a protocol connection (or
-// by it). Names are the CSV / console names.
-enum class RxDrop : uint8_t {
-  kRunt,             // shorter than an Ethernet header
-  kMultiSegment,     // chained mbuf (jumbo frame); never expected
-  kNonIpv4,          // ethertype neither IPv4 nor ARP (IPv6, VLAN, LLDP, ...)
-  kArpMalformed,     // ARP too short, or not Ethernet/IPv4 ARP
-  kArpIgnored,       // well-formed ARP that is not a request for our address
-  kEthWrongDst,      // unicast frame to another MAC
-  kIpTruncated,      // shorter than the IPv4 header (incl. options)
-  kIpBadVersion,     // version != 4
-  kIpBadIhl,         // header length < 20
-  kIpBadLength,      // total_length < header or > frame
-  kIpBadChecksum,    // header checksum wrong
-  kIpFragment,       // MF set or fragment offset != 0 (the protocol never fragments)
-  kIpNotUdp,         // ICMP, TCP, ...
-  kIpWrongDst,       // not addressed to live.emulator_ip
-  kUdpTruncated,     // IP payload shorter than a UDP header
-  kUdpBadLength,     // UDP length < 8 or > IP payload
-  kUdpWrongPort,     // not live.udp_port
-  kUnknownSrc,       // source address not in live.endpoint_ips (HELLOs get REJECT)
-  kProtoDecode,      // fp_emu_rx: undecodable datagram (ETRUNC, EMAGIC, ELEN, EFIELD, ...)
-  kProtoStale,       // fp_emu_rx: well-formed, wrong session/state (answered with RESET)
-  kProtoOther,       // fp_emu_rx: any other refusal
-  kCount
-};
-inline constexpr unsigned kNumRxDrops = static_cast<unsigned>(RxDrop::kCount);
-const char* rx_drop_name(RxDrop r);
-bool rx_drop_is_malformed(RxDrop r);  // kArpIgnored, kProtoStale: not malformed, just not for us
 
 struct CommStats {
   uint64_t loops = 0, busy_loops = 0;
@@ -107,11 +80,7 @@ struct CommCoreConfig {
   uint64_t idle_sleep_ns = 0;             // run(): sleep this long after 256 idle loops (0 = pure polling)
 };
 
-// Configures `port` with one rx and one tx queue, starts it and enables
-// promiscuous mode. Returns "" or an error message.
-std::string setup_port(uint16_t port, rte_mempool* pool, uint16_t rx_desc = 1024, uint16_t tx_desc = 1024);
-
-uint64_t mono_ns();
+class PendingTable;
 
 class CommCore {
  public:
@@ -147,18 +116,15 @@ class CommCore {
 
  private:
   struct Peer;
-  class PendingTable;
 
   void handle_frame(rte_mbuf* m, uint64_t now_ns);
-  void handle_arp(rte_mbuf* m, uint8_t* l3, uint32_t len);
-  void handle_udp(rte_mbuf* m, const uint8_t* eth, const uint8_t* ip, const uint8_t* payload, uint32_t len,
-                  uint64_t now_ns);
+  void handle_udp(const uint8_t* eth, const ParsedFrame& f, uint64_t now_ns);
   void handle_verdict(const LiveVerdict& v, uint64_t now_ns);
   void push_local_drop(uint32_t endpoint, const fp_emu_token& tok, const fp_request& req, uint64_t now_ns);
   void send_conn(uint32_t endpoint, uint64_t now_ns);
   void mark_dirty(uint32_t endpoint);
   rte_mbuf* new_frame();
-  void finish_frame(rte_mbuf* m, const rte_ether_addr& dst_mac, uint32_t dst_ip_be, uint16_t dst_port_be,
+  void finish_frame(rte_mbuf* m, const uint8_t* dst_mac, uint32_t dst_ip_be, uint16_t dst_port_be,
                     uint16_t payload_len);
   void queue_tx(rte_mbuf* m);
   void flush_tx();

@@ -13,9 +13,9 @@
 #include <random>
 #include <thread>
 
-#include "emulator/engine.h"
+#include "emulator/engine/engine.h"
 #include "emulator/live/test_eal.h"
-#include "emulator/router_factory.h"
+#include "emulator/config/router_factory.h"
 #include "fp_endpoint_conn.h"
 
 using namespace flexplane;

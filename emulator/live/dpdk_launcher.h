@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "emulator/core_launcher.h"
+#include "emulator/engine/core_launcher.h"
 
 namespace flexplane::live {
 

@@ -1,11 +1,10 @@
-// `flexplane-emulator live` and `flexplane-emulator replay` (docs/live.md).
+// `flexplane-emulator live` (docs/live.md): the real-time engine, the
+// communication core and the DPDK port, wired together from a config.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "emulator/live_traffic.h"
 
 namespace flexplane::live {
 
@@ -25,22 +24,7 @@ struct LiveArgs {
   std::vector<std::string> eal_args;
 };
 
-struct ReplayArgs {
-  std::string config;
-  std::string variant;
-  std::string arrivals;
-  std::string out_dir;
-  int64_t end_timeslot = -1;   // -1: live_summary.yaml beside the arrivals, else last arrival + drain
-  uint32_t cores = 0;          // 0 = from the config
-};
-
-// Both return the process exit status (0 ok, 2 bad config / arguments, 1 other).
+// Returns the process exit status (0 ok, 2 bad config / arguments, 1 other).
 int run_live(const LiveArgs& args);
-int run_replay(const ReplayArgs& args);
-
-void write_arrivals_csv(const std::string& path, const std::vector<RecordedArrival>& arrivals);
-std::vector<RecordedArrival> read_arrivals_csv(const std::string& path);  // throws std::runtime_error
-// Sorts (sort_verdicts) and writes timeslot,action,reason,src,dst,flow,seq.
-void write_verdicts_csv(const std::string& path, std::vector<LiveVerdict> verdicts);
 
 }  // namespace flexplane::live

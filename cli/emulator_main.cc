@@ -1,0 +1,205 @@
+// flexplane-emulator: run experiments in virtual time, validate configs, list schemes.
+//
+//   flexplane-emulator run CONFIG [--variant NAME]... [--out DIR] [--cores N] [--quiet]
+//   flexplane-emulator check CONFIG
+//   flexplane-emulator list
+//   flexplane-emulator live CONFIG [--out DIR] [--duration-s S] [--record] ... -- <EAL args>
+//   flexplane-emulator replay CONFIG --arrivals FILE --out DIR
+//
+// Exit status: 0 success, 2 bad configuration or arguments, 1 other failure.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "api/registry.h"
+#include "emulator/config/config.h"
+#include "emulator/live/live_run.h"
+#include "emulator/run/replay.h"
+#include "emulator/run/setup.h"
+#include "emulator/run/run.h"
+#include "emulator/topology/topology.h"
+#include "emulator/workload/traffic_pattern.h"
+#include "api/version.h"
+
+using namespace flexplane;
+
+namespace {
+
+void print_progress(const RunConfig& c, const EngineProgress& p) {
+  const double ts_us = c.network.timeslot_ns() / 1000.0;
+  std::fprintf(stderr, "  [%s] %5.1f%%  emulated %.3f / %.3f ms  (%.1f s wall)\n",
+               c.variant.empty() ? "run" : c.variant.c_str(), 100.0 * p.done / std::max<Timeslot>(1, p.total),
+               p.done * ts_us / 1000.0, p.total * ts_us / 1000.0, p.wall_seconds);
+}
+
+void print_summary(const RunConfig& c, const RunSummary& s) {
+  const double emulated_ms = s.timeslots * c.network.timeslot_ns() / 1e6;
+  std::printf("%-14s flows %llu: finished %llu, unfinished %llu (lost a packet %llu, still in flight %llu); "
+              "drops %llu, marks %llu; %.2f ms emulated in %.2f s (%.1f M router hops/s) -> %s\n",
+              c.variant.empty() ? "run" : c.variant.c_str(), (unsigned long long)s.flows,
+              (unsigned long long)s.finished, (unsigned long long)(s.unfinished_lost + s.unfinished_in_flight),
+              (unsigned long long)s.unfinished_lost, (unsigned long long)s.unfinished_in_flight,
+              (unsigned long long)s.drops, (unsigned long long)s.marks, emulated_ms, s.wall_seconds,
+              s.router_packet_hops / std::max(1e-9, s.wall_seconds) / 1e6, s.output_dir.c_str());
+  std::fflush(stdout);
+  // Losses outside any queue are never expected of the built-in schemes: say so loudly.
+  std::string losses;
+  for (const auto& k : s.losses.kinds)
+    if (k.packets) losses += (losses.empty() ? "" : ", ") + std::string(k.name) + " " + std::to_string(k.packets);
+  if (!losses.empty())
+    std::fprintf(stderr, "warning: %s: packets lost outside any queue: %s (losses.csv)\n",
+                 c.variant.empty() ? "run" : c.variant.c_str(), losses.c_str());
+}
+
+template <class Base>
+void list_components(const char* title) {
+  std::printf("\n%s:\n", title);
+  for (const auto& [name, info] : Registry<Base>::instance().all()) {
+    std::printf("  %-24s %s\n", name.c_str(), info.doc.c_str());
+    for (const auto& p : info.params)
+      std::printf("      %-22s %-13s default %-8s %s\n", p.name.c_str(), p.type.c_str(), p.default_text.c_str(),
+                  p.doc.c_str());
+  }
+}
+
+void list_all() {
+  std::printf("Schemes (presets for routers.<level>.scheme):\n");
+  for (const auto& [name, p] : SchemeRegistry::instance().all())
+    std::printf("  %-18s %s\n  %-18s   = classifier %s, queue_manager %s, scheduler %s, endpoint priority %s\n",
+                name.c_str(), p.doc.c_str(), "", p.classifier.c_str(), p.queue_manager.c_str(), p.scheduler.c_str(),
+                p.endpoint_priority.c_str());
+  list_components<ClassifierBase>("Classifiers");
+  list_components<QueueManagerBase>("Queue managers");
+  list_components<SchedulerBase>("Schedulers");
+  if (!Registry<Router>::instance().all().empty()) list_components<Router>("Generic routers");
+  list_components<TopologyKind>("Topology kinds (topology.kind)");
+  list_components<TrafficPattern>("Traffic patterns (workload.pattern; parameters are workload keys)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flexplane-emulator " FLEXPLANE_VERSION
+               ": emulate a datacenter network in timeslots, in virtual time.\n"
+               "Config reference: docs/config.md; outputs: docs/output-format.md"};
+  app.set_version_flag("--version", FLEXPLANE_VERSION " (" FLEXPLANE_GIT_COMMIT ")");
+  app.require_subcommand(1);
+
+  std::string config;
+  std::vector<std::string> only;
+  std::string out_dir;
+  uint32_t cores = 0;
+  bool quiet = false;
+  auto* run = app.add_subcommand("run", "run an experiment (every variant, or those named with --variant)");
+  run->add_option("config", config, "experiment YAML file")->required();
+  run->add_option("--variant", only, "run only this variant (repeatable)");
+  run->add_option("--out", out_dir, "results folder (overrides output.dir)");
+  run->add_option("--cores", cores, "emulation cores (overrides run.cores)")->check(CLI::Range(1, 256));
+  run->add_flag("-q,--quiet", quiet, "no progress lines");
+
+  auto* check = app.add_subcommand("check", "validate a config (topology, schemes, parameters, workload) and exit");
+  check->add_option("config", config, "experiment YAML file")->required();
+
+  app.add_subcommand("list", "list schemes, components and their parameters");
+
+  // Live emulation (docs/live.md). DPDK EAL arguments follow '--'.
+  live::LiveArgs la;
+  auto* live_cmd = app.add_subcommand(
+      "live", "emulate in real time for endpoints speaking the wire protocol over a DPDK port; EAL args after '--'");
+  live_cmd->add_option("config", la.config, "experiment YAML file (topology, routers, live: section)")->required();
+  live_cmd->add_option("--variant", la.variant, "the variant to emulate (configs with variants)");
+  live_cmd->add_option("--out", la.out_dir, "results folder (overrides output.dir)");
+  live_cmd->add_option("--duration-s", la.duration_s, "stop after this many seconds (default: at SIGINT/SIGTERM)")
+      ->check(CLI::NonNegativeNumber);
+  live_cmd->add_flag("--record", la.record, "write arrivals.csv and verdicts.csv (for `replay`)");
+  live_cmd->add_option("--port", la.port, "DPDK port id (default 0)");
+  live_cmd->add_option("--prio", la.prio, "request feature PRIO: auto (from the schemes) | on | off");
+  live_cmd->add_option("--req-custom", la.req_custom, "custom bytes per request (0..12: what a packet carries; default: what the schemes declare)")->check(CLI::Range(0, 255));
+  live_cmd->add_option("--verdict-custom", la.verdict_custom, "custom bytes per verdict (0..12: what a packet carries; default: what the schemes declare)")
+      ->check(CLI::Range(0, 255));
+  live_cmd->add_option("--window", la.window, "protocol window per endpoint, a power of two (default 4096)")
+      ->check(CLI::Range(2, 32768));
+  live_cmd->add_option("--rto-us", la.rto_us, "verdict retransmission timeout, us (default 500; raise on loaded hosts)")
+      ->check(CLI::NonNegativeNumber);
+  live_cmd->add_option("--idle-sleep-us", la.idle_sleep_us,
+                       "comm core sleep when idle (default 20 with live.sleep_when_ahead, else 0 = busy poll)");
+  live_cmd->add_flag("-q,--quiet", la.quiet, "no periodic counter lines on stderr");
+
+  ReplayArgs ra;
+  auto* replay_cmd = app.add_subcommand("replay", "replay a live run's arrivals.csv in virtual time -> verdicts.csv");
+  replay_cmd->add_option("config", ra.config, "the experiment YAML file of the live run")->required();
+  replay_cmd->add_option("--variant", ra.variant, "the variant (configs with variants)");
+  replay_cmd->add_option("--arrivals", ra.arrivals, "arrivals.csv written by `live --record`")->required();
+  replay_cmd->add_option("--out", ra.out_dir, "folder for verdicts.csv")->required();
+  replay_cmd->add_option("--end-timeslot", ra.end_timeslot,
+                         "run until this timeslot (default: end_timeslot of live_summary.yaml beside the arrivals)");
+  replay_cmd->add_option("--cores", ra.cores, "emulation cores (default: run.cores)")->check(CLI::Range(1, 256));
+
+  // Everything after the first '--' belongs to the DPDK EAL (live only).
+  std::vector<std::string> eal_args;
+  int cli_argc = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      cli_argc = i;
+      for (int j = i + 1; j < argc; ++j) eal_args.emplace_back(argv[j]);
+      break;
+    }
+
+  try {
+    app.parse(cli_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  // Errors: a message on stderr; exit status 2 for bad arguments or configuration, 1 otherwise.
+  return exit_status_of([&] {
+    if (app.got_subcommand("live")) {
+#ifdef FLEXPLANE_WITH_LIVE
+      la.eal_args = eal_args;
+      return live::run_live(la);
+#else
+      std::fprintf(stderr, "error: this flexplane-emulator was built without DPDK: no live emulation\n");
+      return 1;
+#endif
+    }
+    if (!eal_args.empty()) {
+      std::fprintf(stderr, "error: arguments after '--' are only for `live` (DPDK EAL)\n");
+      return 2;
+    }
+    if (app.got_subcommand("replay")) return run_replay(ra);
+    if (app.got_subcommand("list")) {
+      list_all();
+      return 0;
+    }
+    Experiment exp = load_experiment(config);
+    if (app.got_subcommand("check")) {
+      for (const auto& r : exp.runs)
+        std::printf("ok: %s%s%s: %u endpoints, %zu routers, %llu + %llu timeslots of %.1f ns -> %s\n",
+                    config.c_str(), r.variant.empty() ? "" : " variant ", r.variant.c_str(),
+                    r.topology.num_endpoints, r.topology.routers.size(), (unsigned long long)r.duration,
+                    (unsigned long long)r.drain, r.network.timeslot_ns(), r.output_dir.c_str());
+      return 0;
+    }
+    for (const auto& name : only) {
+      bool found = false;
+      for (const auto& r : exp.runs) found = found || r.variant == name;
+      if (!found) throw ConfigError(config + ": no variant named '" + name + "'");
+    }
+    for (auto& r : exp.runs) {
+      if (!only.empty() && std::find(only.begin(), only.end(), r.variant) == only.end()) continue;
+      if (!out_dir.empty()) r.output_dir = (std::filesystem::path(out_dir) / r.variant).string();
+      if (cores) r.cores = cores;
+      if (!quiet)
+        std::fprintf(stderr, "%s: %u endpoints, %zu routers, %.3f ms arrivals + %.3f ms drain, %u core(s)\n",
+                     r.variant.empty() ? "run" : r.variant.c_str(), r.topology.num_endpoints, r.topology.routers.size(),
+                     r.duration * r.network.timeslot_ns() / 1e6, r.drain * r.network.timeslot_ns() / 1e6, r.cores);
+      const RunSummary s = execute_run(r, quiet ? ProgressFn{} : ProgressFn(print_progress));
+      print_summary(r, s);
+    }
+    return 0;
+  }, 1);
+}

@@ -1,0 +1,266 @@
+#include "emulator/config/config.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "api/endpoint_contract.h"
+#include "emulator/config/yaml_util.h"
+
+namespace flexplane {
+
+namespace fs = std::filesystem;
+using namespace yaml;
+
+namespace {
+
+Timeslot us_to_timeslots(double us, const NetworkConfig& net) {
+  return static_cast<Timeslot>(std::llround(us * 1000.0 / net.timeslot_ns()));
+}
+
+Topology parse_topology(const YAML::Node& node, const std::string& file, const std::string& base_dir) {
+  const std::string path = "topology";
+  if (!node) throw ConfigError(file + ": missing 'topology' section");
+  require_map(node, file, path);
+  YAML::Node t = node;
+  std::string tfile = file;
+  if (node["file"]) {  // a topology file, with optional overrides beside `file:`
+    const std::string rel = get_string(node, "file", "", file, path);
+    const fs::path p = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(base_dir) / rel;
+    YAML::Node over = YAML::Clone(node);
+    over.remove("file");
+    t = merge(load_file(p.string()), over);
+    tfile = p.string();
+  }
+  require_map(t, tfile, path);
+  const std::string kind = get_string(t, "kind", "", tfile, path);
+  const ComponentInfo<TopologyKind>& info =
+      Registry<TopologyKind>::instance().get(kind, where(tfile, t["kind"], path + ".kind"));
+  // Every other key is a parameter of the kind (`description` is a comment).
+  ParamValues values = to_params(t, "kind", tfile, path);
+  std::erase_if(values.entries, [](const auto& kv) { return kv.first == "description"; });
+  values.where = where(tfile, t, path);
+  Topology topo = info.make(values, nullptr)->build();
+  topo.kind = kind;
+  return topo;
+}
+
+void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path) {
+  // Naming a (different) component starts its parameters afresh: values set
+  // at a broader level were meant for the component named there.
+  auto rename = [&](const std::string& name) {
+    if (name != spec.name) spec.params = ParamValues{};
+    spec.name = name;
+  };
+  if (node.IsScalar()) {  // shorthand: `scheduler: drr`
+    rename(node.Scalar());
+    return;
+  }
+  require_map(node, file, path);
+  if (node["name"]) rename(get_string(node, "name", "", file, path));
+  ParamValues extra = to_params(node, "name", file, path);
+  for (auto& kv : extra.entries) spec.params.set(kv.first, kv.second);  // later levels override earlier
+}
+
+// Apply one level of router config (default, tier or name) onto `spec`.
+void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
+  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router"}, file, path);
+  if (node["scheme"]) {
+    const std::string scheme = get_string(node, "scheme", "", file, path);
+    // Switching scheme resets the components (names and parameters) chosen at
+    // broader levels: they belonged to the other scheme.
+    if (scheme != spec.scheme) spec.classifier = spec.queue_manager = spec.scheduler = ComponentSpec{};
+    spec.scheme = scheme;
+  }
+  if (node["classifier"]) parse_component(node["classifier"], spec.classifier, file, path + ".classifier");
+  if (node["queue_manager"]) parse_component(node["queue_manager"], spec.queue_manager, file, path + ".queue_manager");
+  if (node["scheduler"]) parse_component(node["scheduler"], spec.scheduler, file, path + ".scheduler");
+  if (node["router"]) {
+    ComponentSpec generic;
+    parse_component(node["router"], generic, file, path + ".router");
+    spec.router = generic.name;
+    spec.router_params = generic.params;
+  }
+  spec.where = where(file, node, path);
+}
+
+std::vector<RouterSpec> parse_routers(const YAML::Node& node, const Topology& topo, const std::string& file) {
+  std::vector<RouterSpec> specs(topo.routers.size());
+  if (!node) {
+    for (auto& s : specs) s.where = file + ": routers (default droptail)";
+    return specs;
+  }
+  require_map(node, file, "routers");
+  for (const auto& kv : node) {  // every key must be default, a tier or a router name
+    const std::string key = kv.first.as<std::string>();
+    bool known = key == "default";
+    for (const auto& r : topo.routers) known = known || key == r.name || key == r.tier;
+    if (!known) {
+      std::string names = "default", tiers;
+      for (const auto& r : topo.routers) names += ", " + r.name;
+      for (const auto& t : topo.tiers()) tiers += (tiers.empty() ? "" : ", ") + t;
+      throw ConfigError(where(file, kv.first, "routers." + key) + ": no router or tier named '" + key +
+                        "' in this topology (tiers: " + tiers + "; routers: " + names + ")");
+    }
+  }
+  for (size_t i = 0; i < topo.routers.size(); ++i) {
+    const auto& r = topo.routers[i];
+    specs[i].where = file + ": routers";
+    for (const std::string& level : {std::string("default"), r.tier, r.name})
+      if (node[level]) apply_router_level(node[level], specs[i], file, "routers." + level);
+  }
+  return specs;
+}
+
+bool parse_ipv4(const std::string& s, uint32_t& out) {
+  unsigned a, b, c, d;
+  char tail;
+  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 || d > 255)
+    return false;
+  out = (a << 24) | (b << 16) | (c << 8) | d;
+  return true;
+}
+
+std::string ipv4_text(uint32_t v) {
+  return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) + "." +
+         std::to_string(v & 255);
+}
+
+LiveConfig parse_live(const YAML::Node& n, uint32_t num_endpoints, const std::string& file) {
+  LiveConfig live;
+  uint32_t ip;
+  if (!n) {  // defaults: endpoints at 10.77.0.10 + i
+    for (uint32_t e = 0; e < num_endpoints; ++e) live.endpoint_ips.push_back(ipv4_text((10u << 24 | 77u << 16 | 10u) + e));
+    return live;
+  }
+  check_keys(n, {"emulator_ip", "udp_port", "endpoint_ips", "first_endpoint_ip", "endpoint_queue_pkts",
+                 "sleep_when_ahead", "max_lead_us", "stats_interval_s"},
+             file, "live");
+  live.emulator_ip = get_string(n, "emulator_ip", live.emulator_ip, file, "live");
+  if (!parse_ipv4(live.emulator_ip, ip))
+    throw ConfigError(where(file, n["emulator_ip"], "live.emulator_ip") + ": '" + live.emulator_ip + "' is not an IPv4 address");
+  live.udp_port = static_cast<uint16_t>(get_uint(n, "udp_port", live.udp_port, 1, 65535, file, "live"));
+  live.endpoint_queue_pkts = static_cast<uint32_t>(get_uint(n, "endpoint_queue_pkts", 4096, 1, 1 << 24, file, "live"));
+  live.sleep_when_ahead = get_bool(n, "sleep_when_ahead", true, file, "live");
+  live.max_lead_us = get_double(n, "max_lead_us", 0, 0, 1e6, file, "live");
+  live.stats_interval_s = get_double(n, "stats_interval_s", 1, 0.01, 3600, file, "live");
+  if (n["endpoint_ips"] && n["first_endpoint_ip"])
+    throw ConfigError(where(file, n, "live") + ": give endpoint_ips or first_endpoint_ip, not both");
+  if (const YAML::Node list = n["endpoint_ips"]) {
+    if (!list.IsSequence() || list.size() != num_endpoints)
+      throw ConfigError(where(file, list, "live.endpoint_ips") + ": expected a list of " +
+                        std::to_string(num_endpoints) + " addresses (one per endpoint)");
+    for (const auto& item : list) {
+      if (!item.IsScalar() || !parse_ipv4(item.Scalar(), ip))
+        throw ConfigError(where(file, item, "live.endpoint_ips") + ": '" + (item.IsScalar() ? item.Scalar() : "?") +
+                          "' is not an IPv4 address");
+      live.endpoint_ips.push_back(item.Scalar());
+    }
+  } else {
+    const std::string first = get_string(n, "first_endpoint_ip", "10.77.0.10", file, "live");
+    if (!parse_ipv4(first, ip))
+      throw ConfigError(where(file, n["first_endpoint_ip"], "live.first_endpoint_ip") + ": '" + first +
+                        "' is not an IPv4 address");
+    for (uint32_t e = 0; e < num_endpoints; ++e) live.endpoint_ips.push_back(ipv4_text(ip + e));
+  }
+  for (size_t i = 0; i < live.endpoint_ips.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (live.endpoint_ips[i] == live.endpoint_ips[j] || live.endpoint_ips[i] == live.emulator_ip)
+        throw ConfigError(where(file, n, "live") + ": address " + live.endpoint_ips[i] + " is used twice");
+  return live;
+}
+
+}  // namespace
+
+RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::string& base_dir,
+                    const std::string& variant) {
+  RunConfig c;
+  c.file = file;
+  c.variant = variant;
+  c.resolved = YAML::Clone(root);
+  check_keys(root, {"seed", "network", "topology", "routers", "endpoint", "workload", "run", "output", "variants",
+                    "description", "live"},
+             file, "");
+  c.seed = get_uint(root, "seed", 1, 0, UINT64_MAX, file, "seed");
+
+  if (const YAML::Node n = root["network"]) {
+    check_keys(n, {"link_rate_gbps", "abstract_packet_bytes"}, file, "network");
+    c.network.link_rate_gbps = get_double(n, "link_rate_gbps", 10, 1e-3, 1e4, file, "network");
+    c.network.abstract_packet_bytes =
+        static_cast<uint32_t>(get_uint(n, "abstract_packet_bytes", 1500, 64, 65535, file, "network"));
+  }
+
+  c.topology = parse_topology(root["topology"], file, base_dir);
+  c.router_specs = parse_routers(root["routers"], c.topology, file);
+  // Build every router once now so unknown schemes and bad parameters fail at load time.
+  for (const auto& spec : c.router_specs) build_router(spec);
+
+  if (const YAML::Node n = root["endpoint"]) {
+    check_keys(n, {"priority", "ect", "slack_us"}, file, "endpoint");
+    c.endpoint_priority = get_string(n, "priority", "auto", file, "endpoint");
+    if (c.endpoint_priority != "auto") parse_priority_stamp(c.endpoint_priority, where(file, n["priority"], "endpoint.priority"));
+    c.endpoint_ect = get_bool(n, "ect", true, file, "endpoint");
+    c.endpoint_slack_ns = static_cast<uint32_t>(std::llround(get_double(n, "slack_us", 0, 0, 4e6, file, "endpoint") * 1e3));
+  }
+
+  if (const YAML::Node n = root["run"]) {
+    check_keys(n, {"duration_ms", "drain_ms", "cores", "lookahead", "occupancy_interval_us", "packet_log"}, file, "run");
+  }
+  const YAML::Node run = root["run"] ? root["run"] : YAML::Node(YAML::NodeType::Map);
+  const double duration_ms = get_double(run, "duration_ms", 5, 1e-6, 1e6, file, "run");
+  const double drain_ms = get_double(run, "drain_ms", duration_ms, 0, 1e6, file, "run");
+  c.duration = std::max<Timeslot>(1, us_to_timeslots(duration_ms * 1000, c.network));
+  c.drain = us_to_timeslots(drain_ms * 1000, c.network);
+  c.cores = static_cast<uint32_t>(get_uint(run, "cores", 1, 1, 256, file, "run"));
+  c.lookahead = get_bool(run, "lookahead", true, file, "run");
+  const double occ_us = get_double(run, "occupancy_interval_us", 0, 0, 1e9, file, "run");
+  c.occupancy_interval = occ_us > 0 ? std::max<Timeslot>(1, us_to_timeslots(occ_us, c.network)) : 0;
+  c.packet_log = get_bool(run, "packet_log", false, file, "run");
+
+  if (!root["workload"]) throw ConfigError(file + ": missing 'workload' section");
+  YAML::Node wl = YAML::Clone(root["workload"]);
+  require_map(wl, file, "workload");
+  if (!wl["duration_timeslots"]) wl["duration_timeslots"] = c.duration;
+  if (!wl["seed"]) wl["seed"] = c.seed;
+  c.workload = parse_workload(wl, where(file, root["workload"], "workload"), base_dir);
+
+  c.live = parse_live(root["live"], c.topology.num_endpoints, file);
+
+  if (const YAML::Node n = root["output"]) {
+    check_keys(n, {"dir"}, file, "output");
+    c.output_dir = get_string(n, "dir", "", file, "output");
+  }
+  if (c.output_dir.empty()) c.output_dir = "results/" + fs::path(file).stem().string();
+  if (!variant.empty()) c.output_dir = (fs::path(c.output_dir) / variant).string();
+  return c;
+}
+
+Experiment load_experiment(const std::string& path) {
+  Experiment e;
+  e.file = path;
+  const YAML::Node root = load_file(path);
+  if (!root.IsMap()) throw ConfigError(path + ": expected a mapping at the top level");
+  const std::string base_dir = fs::absolute(path).parent_path().string();
+  const YAML::Node variants = root["variants"];
+  if (!variants) {
+    e.runs.push_back(parse_run(root, path, base_dir, ""));
+    return e;
+  }
+  require_map(variants, path, "variants");
+  if (variants.size() == 0) throw ConfigError(where(path, variants, "variants") + ": empty");
+  YAML::Node base = YAML::Clone(root);
+  base.remove("variants");
+  for (const auto& kv : variants) {
+    const std::string name = kv.first.as<std::string>();
+    if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+                            std::string::npos || name[0] == '.')
+      throw ConfigError(where(path, kv.first, "variants." + name) +
+                        ": variant names may use letters, digits, '_', '-' and '.' only (they name folders)");
+    if (!kv.second.IsNull() && !kv.second.IsMap())
+      throw ConfigError(where(path, kv.second, "variants." + name) + ": expected a mapping of overrides");
+    e.runs.push_back(parse_run(merge(base, kv.second), path, base_dir, name));
+  }
+  return e;
+}
+
+}  // namespace flexplane

@@ -1,0 +1,75 @@
+// A run's configuration, loaded from YAML (reference: docs/config.md).
+//
+// One file describes an experiment: network, topology, the scheme of every
+// router, endpoint behaviour, workload, run length and outputs. An optional
+// `variants:` map names alternatives that are deep-merged over the base, so
+// one file can compare schemes: each variant runs into its own folder.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "emulator/config/router_factory.h"
+#include "emulator/topology/topology.h"
+#include "emulator/workload/workload.h"
+
+namespace flexplane {
+
+struct NetworkConfig {
+  double link_rate_gbps = 10;
+  uint32_t abstract_packet_bytes = 1500;  // one timeslot = this many bytes on one link
+  double timeslot_ns() const { return abstract_packet_bytes * 8.0 / link_rate_gbps; }
+};
+
+// Live emulation (`flexplane-emulator live`): where the emulator listens and
+// which address each endpoint has. Endpoints are identified by their IPv4
+// source address: endpoint i has endpoint_ips[i].
+struct LiveConfig {
+  std::string emulator_ip = "10.77.0.2";  // answers ARP for this; receives the protocol's UDP
+  uint16_t udp_port = 9977;               // docs/protocol.md
+  std::vector<std::string> endpoint_ips;  // index = endpoint id; from `endpoint_ips` (list) or `first_endpoint_ip`
+  uint32_t endpoint_queue_pkts = 4096;    // emulated NIC queue per endpoint
+  bool sleep_when_ahead = true;           // real-time engine sleeps rather than spins when far ahead
+  double max_lead_us = 0;                 // real-time engine may start a timeslot this early
+  double stats_interval_s = 1;            // live counters printed and appended to live_stats.csv
+};
+
+struct RunConfig {
+  std::string file;     // the config file (for messages)
+  std::string variant;  // "" when the file has no variants
+  uint64_t seed = 1;
+  NetworkConfig network;
+  Topology topology;
+  // Per-router spec, resolved: router name > tier > default.
+  std::vector<RouterSpec> router_specs;
+  std::string endpoint_priority = "auto";  // auto | none | flow_size | remaining_size
+  bool endpoint_ect = true;
+  uint32_t endpoint_slack_ns = 0;  // endpoint.slack_us: stamped into Packet::custom[0] (LSTF), 0 = none
+  WorkloadSpec workload;
+  Timeslot duration = 0;   // flow arrivals happen in [0, duration)
+  Timeslot drain = 0;      // then this long for flows to finish
+  uint32_t cores = 1;
+  bool lookahead = true;  // cores promise idle links ahead (results do not depend on it)
+  Timeslot occupancy_interval = 0;
+  bool packet_log = false;
+  std::string output_dir;  // resolved against the current directory
+  LiveConfig live;
+  YAML::Node resolved;     // the merged YAML of this run (for metadata)
+};
+
+struct Experiment {
+  std::string file;
+  std::vector<RunConfig> runs;  // one per variant (or one)
+};
+
+// Parse and validate everything (topology, schemes and their parameters,
+// workload) without running. Throws ConfigError naming file:line, field, value.
+Experiment load_experiment(const std::string& path);
+RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::string& base_dir,
+                    const std::string& variant);
+
+}  // namespace flexplane

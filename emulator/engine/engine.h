@@ -1,0 +1,175 @@
+// The timeslot engine: routers and endpoint groups connected by links, spread
+// over cores, stepped one timeslot at a time.
+//
+// Principles
+//  - Per timeslot every node reads the packets arriving now and sends at most
+//    one packet per port; links delay by >= 1 timeslot, so within a timeslot
+//    the order in which nodes run does not matter.
+//  - Deterministic parallelism: a core runs timeslot t once each upstream
+//    neighbour core has run t - latency on its boundary nodes, those with
+//    cross-core links (per-core watermarks, no global barrier), or has
+//    promised its links idle through t (lookahead.h: where the routing tables
+//    and the traffic allow it, so the core reads its neighbour's progress
+//    rarely); and it never runs so far ahead that it would overwrite a link
+//    slot a downstream core has not read. All randomness is seeded per
+//    component.
+//    Hence results are identical on 1 or N cores (tested).
+//  - The engine owns no scheme logic and no traffic logic: routers come from
+//    the registry, traffic from a Traffic implementation.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "api/router.h"
+#include "emulator/engine/core_launcher.h"
+#include "emulator/engine/event_log.h"
+#include "emulator/engine/link.h"
+#include "emulator/engine/timeslot_timer.h"
+#include "emulator/topology/topology.h"
+#include "emulator/traffic/traffic.h"
+
+namespace flexplane {
+
+// Virtual time runs as fast as the CPU allows; real time paces timeslot t to
+// start at (run start + t * timeslot_ns) on the wall clock (live endpoints).
+enum class Clock { kVirtual, kRealTime };
+
+struct EngineOptions {
+  uint32_t cores = 1;
+  Clock clock = Clock::kVirtual;
+  double timeslot_ns = 1200;          // length of a timeslot: the routers' tick (api/time.h); real time: its pace
+  double max_lead_ns = 0;             // real time: a core may start a timeslot this early
+  bool sleep_when_ahead = false;      // real time: sleep (not spin) when > sleep_threshold_ns ahead
+  double sleep_threshold_ns = 100000; //   (long timeslots on small shared machines)
+  std::vector<uint32_t> router_core;  // optional: core of each router (size == routers); default round-robin by ToR
+  Timeslot occupancy_interval = 0;    // sample every port's backlog every N timeslots (0 = off)
+  bool packet_log = false;            // record every delivery as well as every drop
+  uint32_t max_lead_timeslots = 64;   // how far a core may run ahead of a downstream neighbour
+  uint64_t seed = 1;
+  uint32_t mtu_bytes = 1500;          // bytes of an abstract packet: what a link sends per timeslot
+  bool time_timeslots = false;        // keep per-core timeslot durations (timeslot_timing())
+  bool lookahead = true;              // cores promise idle links ahead (emulator/lookahead.h); off: lockstep only
+};
+
+// How one core synchronised with the cores that feed it (lookahead).
+struct CoreSyncStats {
+  uint64_t syncs = 0;              // times it had to look at an upstream core's progress
+  uint64_t syncs_by_promise = 0;   // ... and found a promise that covered the timeslot
+  uint64_t promises_published = 0; // times it extended a promise to a downstream core
+};
+
+struct OccupancySample {
+  Timeslot time;
+  uint32_t router;
+  PortId port;
+  uint32_t packets;
+  uint64_t bytes;
+  bool operator==(const OccupancySample& o) const {
+    return time == o.time && router == o.router && port == o.port && packets == o.packets && bytes == o.bytes;
+  }
+};
+
+// One value of a router's scheme statistics (api/scheme_stats.h).
+struct SchemeStatSample {
+  Timeslot time;
+  uint32_t router;
+  PortId port;
+  QueueId queue;  // per-queue stats; anything for per-port ones
+  uint16_t stat;  // index into the router's stat_descs()
+  double value;
+};
+
+// Real-time health of one core: lateness is counted and reported, never hidden.
+struct CoreHealth {
+  uint64_t timeslots = 0;       // run so far
+  uint64_t late_timeslots = 0;  // started more than one timeslot after their deadline
+  double max_lag_ns = 0;        // worst start time past a deadline
+};
+
+struct EngineProgress {
+  Timeslot done;    // slowest core's finished timeslots
+  Timeslot total;
+  double wall_seconds;
+  std::vector<CoreHealth> health;  // per core (real time only)
+};
+
+class Engine {
+ public:
+  // `routers[i]` implements topology.routers[i]; the engine binds them.
+  Engine(Topology topology, std::vector<std::unique_ptr<Router>> routers, Traffic& traffic, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Run timeslots [now(), end). `progress` (optional) is called about every
+  // `progress_period_s` from the launching thread. `launcher` defaults to threads.
+  void run(Timeslot end, const std::function<void(const EngineProgress&)>& progress = {},
+           double progress_period_s = 1.0, CoreLauncher* launcher = nullptr);
+
+  // Ask a run() in progress to end soon, at the same timeslot on every core.
+  // Safe to call from any thread (e.g. a signal-watching monitor).
+  void request_stop();
+
+  Timeslot now() const { return now_; }
+  std::vector<CoreHealth> health() const;
+  double wall_seconds() const { return wall_seconds_; }
+  const Topology& topology() const { return topology_; }
+  const Router& router(uint32_t i) const { return *routers_[i]; }
+  uint32_t num_routers() const { return static_cast<uint32_t>(routers_.size()); }
+  uint32_t core_of_router(uint32_t i) const { return router_core_[i]; }
+  uint32_t num_cores() const { return options_.cores; }
+
+  // Packets routers sent, summed over all routers and ports (the
+  // "router packet-hops" of the benchmarks).
+  uint64_t router_packet_hops() const;
+  // Packets routers sent that no link took: a second packet on a port in one
+  // timeslot (link_collision), a port with nothing attached (no_link), an
+  // endpoint other than the packet's destination (misdelivered; checked for
+  // routers that do not vouch for one_packet_per_port); each was also
+  // reported as a drop. Summed, and per router by reason.
+  uint64_t link_collisions() const;
+  const RouterLosses& link_losses(uint32_t router) const;
+
+  // Per core, how long its timeslots took over all runs so far (needs
+  // options.time_timeslots; empty samples otherwise).
+  std::vector<TimeslotTiming> timeslot_timing() const;
+  // Per core, over all runs so far.
+  std::vector<CoreSyncStats> sync_stats() const;
+
+  // Drops (always) and deliveries (if packet_log), merged over cores, sorted.
+  std::vector<PacketEvent> events() const;
+  // Occupancy samples merged over cores, sorted by (time, router, port).
+  std::vector<OccupancySample> occupancy() const;
+  // Scheme statistics, sampled with the occupancy, merged and sorted by
+  // (time, router, port, stat, queue).
+  std::vector<SchemeStatSample> scheme_stats() const;
+
+ private:
+  struct Node;
+  struct RouterNode;
+  struct EndpointGroupNode;
+  struct Core;
+
+  void build(Traffic& traffic);
+  void run_core(Core& core, Timeslot begin);
+
+  Topology topology_;
+  std::vector<std::unique_ptr<Router>> routers_;
+  EngineOptions options_;
+  std::vector<uint32_t> router_core_;
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<RouterNode*> router_nodes_;  // by router id (owned by the cores)
+  std::vector<std::unique_ptr<Core>> cores_;
+  uint32_t window_ = 0;
+  Timeslot now_ = 0;
+  double wall_seconds_ = 0;
+  std::atomic<Timeslot> end_{0};  // run() target; lowered by request_stop()
+  int64_t start_ns_ = 0;          // real time: wall clock of timeslot `start_slot_`
+  Timeslot start_slot_ = 0;
+};
+
+}  // namespace flexplane

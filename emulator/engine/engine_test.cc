@@ -1,0 +1,377 @@
+#include "emulator/engine/engine.h"
+
+#include <catch2/catch.hpp>
+
+#include "api/rng.h"
+#include "emulator/traffic/backlog_traffic.h"
+#include "emulator/traffic/flow_traffic.h"
+#include "emulator/config/router_factory.h"
+
+using namespace flexplane;
+
+namespace {
+
+std::vector<std::unique_ptr<Router>> routers_for(const Topology& t, const std::string& scheme,
+                                                 std::vector<std::pair<std::string, std::string>> qm_params = {}) {
+  std::vector<std::unique_ptr<Router>> out;
+  for (size_t i = 0; i < t.routers.size(); ++i) {
+    RouterSpec spec;
+    spec.where = "test";
+    spec.scheme = scheme;
+    for (auto& [k, v] : qm_params) spec.queue_manager.params.set(k, v);
+    out.push_back(build_router(spec));
+  }
+  return out;
+}
+
+PacketEvent delivered(Timeslot t, uint32_t flow, uint32_t seq, EndpointId src, EndpointId dst) {
+  PacketEvent e;
+  e.time = t;
+  e.flow = flow;
+  e.seq = seq;
+  e.src = src;
+  e.dst = dst;
+  e.kind = PacketEvent::kDelivered;
+  return e;
+}
+
+PacketEvent dropped(Timeslot t, uint32_t flow, uint32_t seq, EndpointId src, EndpointId dst, PortId port) {
+  PacketEvent e = delivered(t, flow, seq, src, dst);
+  e.kind = PacketEvent::kDropped;
+  e.router = 0;
+  e.port = port;
+  e.reason = Reason::kQueueFull;
+  return e;
+}
+
+FlowList random_flows(uint32_t endpoints, uint32_t count, Timeslot horizon, uint64_t seed) {
+  Rng rng(seed);
+  FlowList flows;
+  for (uint32_t i = 0; i < count; ++i) {
+    FlowSpec f;
+    f.src = static_cast<EndpointId>(rng.below(endpoints));
+    do f.dst = static_cast<EndpointId>(rng.below(endpoints));
+    while (f.dst == f.src);
+    f.size_pkts = 1 + rng.below(rng.below(4) == 0 ? 200 : 12);
+    f.start = rng.below(static_cast<uint32_t>(horizon));
+    flows.push_back(f);
+  }
+  std::sort(flows.begin(), flows.end(), [](const FlowSpec& a, const FlowSpec& b) { return a.start < b.start; });
+  for (uint32_t i = 0; i < count; ++i) flows[i].id = i;
+  return flows;
+}
+
+// Flows that mostly stay in their rack (`per_rack` endpoints each): one in
+// `remote_one_in` leaves it, so sources can promise quiet spells (lookahead).
+FlowList rack_local_flows(uint32_t endpoints, uint32_t per_rack, uint32_t count, Timeslot horizon,
+                          uint32_t remote_one_in, uint64_t seed) {
+  Rng rng(seed);
+  FlowList flows = random_flows(endpoints, count, horizon, seed);
+  for (FlowSpec& f : flows)
+    if (rng.below(remote_one_in) != 0) {
+      const EndpointId base = f.src / per_rack * per_rack;
+      do f.dst = base + static_cast<EndpointId>(rng.below(per_rack));
+      while (f.dst == f.src);
+    }
+  return flows;
+}
+
+struct RunOutput {
+  std::vector<PacketEvent> events;
+  std::vector<OccupancySample> occupancy;
+  std::vector<FlowState> states;
+  std::vector<QueueCounters> counters;
+  std::vector<CoreSyncStats> sync;
+};
+
+// Queue manager parameters that give every scheme drops in these short runs (a timeslot is
+// 1.2 us: CoDel's target is 2 timeslots, its interval 10).
+std::vector<std::pair<std::string, std::string>> small_buffers(const std::string& scheme) {
+  if (scheme == "codel") return {{"capacity_pkts", "16"}, {"target_us", "2.4"}, {"interval_ms", "0.012"}};
+  if (scheme == "fq_codel") return {{"limit_pkts", "32"}, {"target_us", "2.4"}, {"interval_ms", "0.012"}};
+  if (scheme == "pie") return {{"capacity_pkts", "16"}, {"target_us", "6"}, {"tupdate_ms", "0.006"}, {"max_burst_ms", "0"}};
+  return {{"capacity_pkts", "16"}};
+}
+
+struct LeafSpineRun {
+  std::string scheme = "droptail";
+  uint32_t cores = 1;
+  bool lookahead = true;
+  uint32_t racks = 3, spines = 2;
+  uint32_t remote_one_in = 1;  // 1: destinations uniform over all endpoints
+  uint64_t seed = 7;
+};
+
+RunOutput run_leaf_spine(const LeafSpineRun& run) {
+  Topology topo = make_leaf_spine(run.racks, 8, run.spines, 1, 1);
+  FlowList flows = run.remote_one_in == 1 ? random_flows(topo.num_endpoints, 600, 4000, run.seed)
+                                          : rack_local_flows(topo.num_endpoints, 8, 600, 4000, run.remote_one_in, run.seed);
+  EndpointStamping stamping;
+  stamping.priority = PriorityStamp::kRemainingSize;
+  FlowTraffic traffic(flows, topo.num_endpoints, stamping);
+  EngineOptions opt;
+  opt.cores = run.cores;
+  opt.lookahead = run.lookahead;
+  opt.packet_log = true;
+  opt.occupancy_interval = 50;
+  opt.seed = run.seed;
+  Engine engine(topo, routers_for(topo, run.scheme, small_buffers(run.scheme)), traffic, opt);
+  engine.run(6000);
+  RunOutput out{engine.events(), engine.occupancy(), traffic.states(), {}, engine.sync_stats()};
+  for (uint32_t r = 0; r < engine.num_routers(); ++r) {
+    const QueueBank& b = engine.router(r).bank();
+    for (PortId p = 0; p < b.num_ports(); ++p)
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) out.counters.push_back(b.counters(p, q));
+  }
+  return out;
+}
+
+bool same_counters(const QueueCounters& a, const QueueCounters& b) {
+  return a.arrived == b.arrived && a.enqueued == b.enqueued && a.dequeued == b.dequeued &&
+         a.dropped_on_arrival == b.dropped_on_arrival && a.dropped_at_dequeue == b.dropped_at_dequeue && a.evicted == b.evicted &&
+         a.marked == b.marked;
+}
+
+void require_same(const RunOutput& many, const RunOutput& one) {
+  REQUIRE(many.events == one.events);
+  REQUIRE(many.occupancy == one.occupancy);
+  REQUIRE(many.states.size() == one.states.size());
+  for (size_t i = 0; i < one.states.size(); ++i) {
+    REQUIRE(many.states[i].delivered == one.states[i].delivered);
+    REQUIRE(many.states[i].finish == one.states[i].finish);
+  }
+  REQUIRE(many.counters.size() == one.counters.size());
+  for (size_t i = 0; i < one.counters.size(); ++i) REQUIRE(same_counters(many.counters[i], one.counters[i]));
+}
+
+}  // namespace
+
+TEST_CASE("trace replay: two flows into one port give the hand-derived per-packet outcomes", "[engine]") {
+  // 3 endpoints on one ToR, latency 1, DropTail of 2 packets. Flows 0 (0->2)
+  // and 1 (1->2), 3 packets each, start at t=0. Each timeslot the ToR takes in
+  // one packet per flow (port order: flow 0 first) and sends one to endpoint 2:
+  //  t1 queue [0.0 1.0] send 0.0 (arrives t2)
+  //  t2 queue [1.0 0.1], 1.1 dropped (full)   send 1.0 (arrives t3)
+  //  t3 queue [0.1 0.2], 1.2 dropped          send 0.1 (arrives t4)
+  //  t4 send 0.2 (arrives t5).  Flow 0 finishes at t5; flow 1 never does.
+  Topology topo = make_single_rack(3, 1);
+  FlowList flows = {{0, 0, 2, 3, 0}, {1, 1, 2, 3, 0}};
+  FlowTraffic traffic(flows, 3, EndpointStamping{});
+  EngineOptions opt;
+  opt.packet_log = true;
+  Engine engine(topo, routers_for(topo, "droptail", {{"capacity_pkts", "2"}}), traffic, opt);
+  engine.run(20);
+  std::vector<PacketEvent> expected = {
+      delivered(2, 0, 0, 0, 2), dropped(2, 1, 1, 1, 2, 2), delivered(3, 1, 0, 1, 2),
+      dropped(3, 1, 2, 1, 2, 2), delivered(4, 0, 1, 0, 2), delivered(5, 0, 2, 0, 2),
+  };
+  sort_events(expected);
+  REQUIRE(engine.events() == expected);
+  REQUIRE(traffic.finished(0));
+  REQUIRE(traffic.states()[0].finish == 5);
+  REQUIRE_FALSE(traffic.finished(1));
+  REQUIRE(traffic.states()[1].delivered == 1);
+  REQUIRE(engine.router_packet_hops() == 4);
+}
+
+TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][determinism]") {
+  // DropTail, pFabric (which evicts queued packets and reads priorities), CoDel and FQ-CoDel
+  // (which drop at dequeue, by enqueue times).
+  for (const std::string s : {"droptail", "pfabric", "codel", "fq_codel"}) {
+    LeafSpineRun run;
+    run.scheme = s;
+    const RunOutput one = run_leaf_spine(run);
+    REQUIRE(one.events.size() > 1000);
+    uint64_t drops = 0;
+    for (const auto& e : one.events) drops += e.kind == PacketEvent::kDropped;
+    REQUIRE(drops > 0);  // the scenario must exercise drops too
+    for (uint32_t cores : {2u, 3u, 5u}) {
+      INFO("scheme " << s << ", cores " << cores);
+      run.cores = cores;
+      require_same(run_leaf_spine(run), one);
+    }
+  }
+}
+
+TEST_CASE("lookahead changes no result, and spares cores most waits when traffic stays in its rack",
+          "[engine][determinism][lookahead]") {
+  // 2 racks + 1 spine: on 2 cores tor0 and the spine on core 0, tor1 on core
+  // 1; on 3 cores the spine on a core of its own, promising what the ToRs'
+  // cores promise it. One flow in 20 leaves its rack, so racks promise quiet
+  // spells.
+  LeafSpineRun run;
+  run.racks = 2;
+  run.spines = 1;
+  run.remote_one_in = 20;
+  const RunOutput one = run_leaf_spine(run);
+  REQUIRE(one.events.size() > 1000);
+  for (uint32_t cores : {2u, 3u}) {
+    for (bool lookahead : {true, false}) {
+      INFO("cores " << cores << ", lookahead " << lookahead);
+      run.cores = cores;
+      run.lookahead = lookahead;
+      const RunOutput many = run_leaf_spine(run);
+      require_same(many, one);
+      for (const CoreSyncStats& c : many.sync) {
+        if (lookahead) {
+          CHECK(c.promises_published > 0);
+          CHECK(c.syncs_by_promise > 0);
+          CHECK(c.syncs < 6000 / 4);  // measured: 25-366
+        } else {
+          CHECK(c.promises_published == 0);
+          CHECK(c.syncs_by_promise == 0);
+          CHECK(c.syncs > 6000 / 4);  // lockstep: at least one per 2 timeslots (measured: 3001-8984)
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("with traffic that never leaves its rack, coupled cores never wait for each other", "[engine][lookahead]") {
+  Topology topo = make_leaf_spine(2, 8, 1, 1, 1);
+  BacklogTraffic traffic;
+  EngineOptions opt;
+  opt.cores = 2;
+  Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
+  engine.run(5000);
+  engine.run(10000);
+  // The racks' first sends may leave them as far as the engine knows (its
+  // first look, at timeslot 0); its next look, 16 timeslots on, promises
+  // "idle for good". Until the neighbour sees that promise the cores sync as
+  // usual (how many times depends on thread timing); after it, never again.
+  for (const CoreSyncStats& c : engine.sync_stats()) {
+    CHECK(c.promises_published >= 1);
+    CHECK(c.promises_published <= 2);
+    CHECK(c.syncs < 100);  // of 10000 timeslots
+  }
+  REQUIRE(engine.router_packet_hops() == 2u * 8u * 9999u);
+}
+
+TEST_CASE("timing timeslots counts every timeslot of every core and changes no result", "[engine][timing]") {
+  Topology topo = make_leaf_spine(2, 4, 1, 1, 1);
+  FlowList flows = random_flows(topo.num_endpoints, 100, 1000, 5);
+  std::vector<std::vector<PacketEvent>> events;
+  for (bool timed : {false, true}) {
+    FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
+    EngineOptions opt;
+    opt.cores = 2;
+    opt.packet_log = true;
+    opt.time_timeslots = timed;
+    Engine engine(topo, routers_for(topo, "droptail", {{"capacity_pkts", "8"}}), traffic, opt);
+    engine.run(1500);
+    engine.run(3000);  // timings add up over runs
+    const auto timing = engine.timeslot_timing();
+    REQUIRE(timing.size() == 2);
+    for (const TimeslotTiming& t : timing) {
+      REQUIRE(t.samples == (timed ? 3000u : 0u));
+      if (!timed) continue;
+      CHECK(t.p10_ns > 0);
+      CHECK(t.p10_ns <= t.p50_ns);
+      CHECK(t.p50_ns <= t.p90_ns);
+    }
+    events.push_back(engine.events());
+  }
+  REQUIRE(events[0].size() > 100);
+  REQUIRE(events[1] == events[0]);
+}
+
+TEST_CASE("every packet sent is delivered, dropped, or still in the network", "[engine]") {
+  for (const std::string scheme : {"droptail", "codel", "fq_codel", "pie"}) {
+  INFO("scheme " << scheme);
+  Topology topo = make_leaf_spine(2, 6, 2, 1, 2);
+  FlowList flows = random_flows(topo.num_endpoints, 300, 2000, 3);
+  FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
+  EngineOptions opt;
+  opt.cores = 2;
+  Engine engine(topo, routers_for(topo, scheme, small_buffers(scheme)), traffic, opt);
+  engine.run(200000);  // long enough for every flow to be sent and the network to drain
+  uint64_t offered = 0, delivered_pkts = 0;
+  for (const auto& f : flows) offered += f.size_pkts;
+  for (const auto& s : traffic.states()) delivered_pkts += s.delivered;
+  const auto events = engine.events();
+  uint64_t drops = events.size();  // packet log off: only drops are recorded
+  for (const auto& e : events) REQUIRE(e.kind == PacketEvent::kDropped);
+  REQUIRE(drops > 0);
+  REQUIRE(offered == delivered_pkts + drops);
+  uint64_t backlog = 0, at_dequeue = 0;
+  for (uint32_t r = 0; r < engine.num_routers(); ++r) {
+    const QueueBank& b = engine.router(r).bank();
+    for (PortId p = 0; p < b.num_ports(); ++p) {
+      backlog += b.port_packets(p);
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) {
+        const auto& c = b.counters(p, q);
+        REQUIRE(c.arrived == c.enqueued + c.dropped_on_arrival);
+        REQUIRE(c.enqueued == c.dequeued + c.dropped_at_dequeue + c.evicted + b.packets(p, q));
+        at_dequeue += c.dropped_at_dequeue;
+      }
+    }
+  }
+  REQUIRE(backlog == 0);
+  if (scheme == "codel" || scheme == "fq_codel") REQUIRE(at_dequeue > 0);
+  REQUIRE(engine.link_collisions() == 0);
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const bool lost = std::any_of(events.begin(), events.end(), [&](const PacketEvent& e) { return e.flow == i; });
+    REQUIRE(traffic.finished(static_cast<uint32_t>(i)) == !lost);
+  }
+  }
+}
+
+TEST_CASE("backlogged all-to-all keeps every ToR port busy every timeslot", "[engine]") {
+  Topology topo = make_single_rack(32, 1);
+  BacklogTraffic traffic;
+  Engine engine(topo, routers_for(topo, "droptail"), traffic, EngineOptions{});
+  engine.run(1000);
+  // Endpoints send from t=0; the ToR forwards from t=1 (one timeslot of latency).
+  REQUIRE(engine.router_packet_hops() == 32u * 999u);
+  REQUIRE(traffic.delivered() == 32u * 998u);
+  REQUIRE(engine.events().empty());
+}
+
+namespace {
+
+// A generic Router that breaks the one-packet-per-port rule: it sends all it
+// received last timeslot on one port, plus a copy of the first on a port it
+// does not have.
+class SloppyRouter final : public Router {
+ public:
+  void bind(const RouterEnv& env) override { bank_.reset(env.num_ports, 1, 16); }
+  void input(Packet* pkts, uint32_t n, Timeslot) override { held_.insert(held_.end(), pkts, pkts + n); }
+  uint32_t output(Timeslot, Packet* out, PortId* out_ports) override {
+    if (held_.empty()) return 0;
+    uint32_t m = 0;
+    for (const Packet& p : held_) {
+      out[m] = p;
+      out_ports[m++] = p.dst;
+    }
+    out[m] = held_[0];
+    out_ports[m++] = 99;
+    held_.clear();
+    return m;
+  }
+  const QueueBank& bank() const override { return bank_; }
+  const RouterLosses& losses() const override { return losses_; }
+  RouterLosses losses_;
+
+ private:
+  QueueBank bank_;
+  std::vector<Packet> held_;
+};
+
+}  // namespace
+
+TEST_CASE("a router sending twice on one port, or on a missing port, loses those packets visibly", "[engine]") {
+  Topology topo = make_single_rack(4, 1);
+  FlowList flows(2);
+  flows[0] = FlowSpec{0, 0, 2, 1, 0};
+  flows[1] = FlowSpec{1, 1, 2, 1, 0};
+  FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(std::make_unique<SloppyRouter>());
+  Engine engine(topo, std::move(routers), traffic, EngineOptions{});
+  engine.run(10);
+  // Both arrive at t=1; the router sends both on port 2 and one on port 99:
+  // the first on port 2 gets through, the other two are counted collisions.
+  REQUIRE(engine.link_collisions() == 2);
+  REQUIRE(traffic.finished(0));
+  REQUIRE_FALSE(traffic.finished(1));
+}

@@ -1,0 +1,190 @@
+#include "emulator/engine/lookahead.h"
+
+#include <algorithm>
+
+#include "api/router.h"
+
+namespace flexplane {
+
+// A set of destinations (endpoint ids) as bits.
+struct LookaheadPlan::DestinationSet {
+  std::vector<uint64_t> words;
+  explicit DestinationSet(uint32_t endpoints = 0, bool all = false)
+      : words((endpoints + 63) / 64, all ? ~uint64_t{0} : 0) {}
+  void add(EndpointId e) { words[e >> 6] |= 1ull << (e & 63); }
+  bool any() const {
+    for (uint64_t w : words)
+      if (w) return true;
+    return false;
+  }
+  bool intersects(const DestinationSet& o) const {
+    for (size_t i = 0; i < words.size(); ++i)
+      if (words[i] & o.words[i]) return true;
+    return false;
+  }
+  // this |= (a & b); returns whether it grew.
+  bool add_common(const DestinationSet& a, const DestinationSet& b) {
+    bool grew = false;
+    for (size_t i = 0; i < words.size(); ++i) {
+      const uint64_t w = words[i] | (a.words[i] & b.words[i]);
+      grew |= w != words[i];
+      words[i] = w;
+    }
+    return grew;
+  }
+  void add_all(const DestinationSet& o) {
+    for (size_t i = 0; i < words.size(); ++i) words[i] |= o.words[i];
+  }
+};
+
+struct LookaheadPlan::Routing {
+  std::vector<std::vector<DestinationSet>> routed_to;  // [router][port]: destinations sent out of it
+  std::vector<DestinationSet> rack_members;            // [router]: its rack's endpoints
+  std::vector<std::vector<uint32_t>> links_into;       // [router]: links arriving at it
+  std::vector<DestinationSet> carries;                 // [link]: destinations it can carry
+};
+
+std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const std::vector<uint32_t>& router_core,
+                                                const std::vector<const Router*>& routers,
+                                                const std::vector<DirectedLink>& links,
+                                                const std::vector<const RackPromise*>& racks,
+                                                const std::vector<CoreProgress>& cores) {
+  const uint32_t nr = static_cast<uint32_t>(topology.routers.size());
+  const uint32_t ne = topology.num_endpoints;
+  const DestinationSet everything(ne, true), nothing(ne);
+  Routing g;
+
+  // Any destination, out of any port, for a router that does not forward by table.
+  g.routed_to.resize(nr);
+  for (uint32_t r = 0; r < nr; ++r) {
+    const RouterNodeSpec& spec = topology.routers[r];
+    const bool by_table = routers[r]->forwards_by_table();
+    g.routed_to[r].assign(spec.num_ports, by_table ? nothing : everything);
+    if (!by_table) continue;
+    for (EndpointId d = 0; d < ne; ++d)
+      for (PortId p : spec.routes.candidates(d))
+        if (p < spec.num_ports) g.routed_to[r][p].add(d);
+  }
+  g.rack_members.assign(nr, nothing);
+  for (EndpointId e = 0; e < ne; ++e) g.rack_members[topology.endpoint_port[e].router].add(e);
+  g.links_into.resize(nr);
+  for (uint32_t k = 0; k < links.size(); ++k) g.links_into[links[k].to.router].push_back(k);
+
+  // A rack may send to anyone; a router forwards what reaches it to the
+  // ports its table names. Grow to a fixed point.
+  g.carries.assign(links.size(), nothing);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (uint32_t k = 0; k < links.size(); ++k) {
+      const uint32_t r = links[k].from.router;
+      DestinationSet reaching = g.rack_members[r].any() ? everything : nothing;
+      for (uint32_t j : g.links_into[r]) reaching.add_all(g.carries[j]);
+      grew |= g.carries[k].add_common(reaching, g.routed_to[r][links[k].from.port]);
+    }
+  }
+
+  std::vector<LookaheadPlan> plans;
+  for (uint32_t core = 0; core < cores.size(); ++core)
+    plans.push_back(plan_for(core, g, router_core, routers, links, racks, cores));
+  return plans;
+}
+
+// One core's ports, and what feeds each.
+LookaheadPlan LookaheadPlan::plan_for(uint32_t core, const Routing& g, const std::vector<uint32_t>& router_core,
+                                      const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
+                                      const std::vector<const RackPromise*>& racks,
+                                      const std::vector<CoreProgress>& cores) {
+  LookaheadPlan plan;
+  std::vector<int32_t> port_of_link(links.size(), -1);
+  for (uint32_t k = 0; k < links.size(); ++k) {
+    const uint32_t r = links[k].from.router;
+    if (router_core[r] != core) continue;
+    Port p;
+    p.bank = routers[r]->forwards_by_table() ? &routers[r]->bank() : nullptr;
+    p.port = links[k].from.port;
+    p.link = links[k].link;
+    p.to_core = router_core[links[k].to.router];
+    port_of_link[k] = static_cast<int32_t>(plan.ports_.size());
+    plan.ports_.push_back(std::move(p));
+  }
+  std::vector<int32_t> remote_of_link(links.size(), -1);
+  for (uint32_t k = 0; k < links.size(); ++k) {
+    const uint32_t from = router_core[links[k].from.router];
+    if (from == core || router_core[links[k].to.router] != core) continue;
+    remote_of_link[k] = static_cast<int32_t>(plan.remote_.size());
+    plan.remote_.push_back(RemoteFeeder{links[k].link, cores[from].next, cores[from].promise_to[core]});
+  }
+  for (uint32_t k = 0; k < links.size(); ++k) {
+    if (port_of_link[k] < 0) continue;
+    Port& p = plan.ports_[static_cast<size_t>(port_of_link[k])];
+    const uint32_t r = links[k].from.router;
+    const DestinationSet& out = g.routed_to[r][p.port];
+    if (g.rack_members[r].any() && out.any()) {
+      p.rack = racks[r];
+      // Destinations in the rack itself are not covered by the source's promise.
+      if (!p.rack || out.intersects(g.rack_members[r])) p.no_promise = true;
+    }
+    for (uint32_t j : g.links_into[r]) {
+      if (!g.carries[j].intersects(out)) continue;
+      if (port_of_link[j] < 0)
+        p.remote_feeders.push_back(static_cast<uint32_t>(remote_of_link[j]));
+      else
+        p.feeders.push_back(static_cast<uint32_t>(port_of_link[j]));
+    }
+  }
+  return plan;
+}
+
+// How far a core looks into a link from another core for packets in flight
+// (that core may be up to a window ahead); beyond it, nothing is promised.
+constexpr Timeslot kRemoteScan = 16;
+
+Timeslot LookaheadPlan::first_remote_arrival(const RemoteFeeder& f, Timeslot now) {
+  // The promise first: the sender stored its watermark for the timeslot the
+  // promise was made after before it stored the promise, so the watermark
+  // read second is at least that far. Arrivals before watermark + latency
+  // are written (and ordered before us by the acquire); those from there to
+  // the promise are none.
+  const Timeslot promised = f.promise->load(std::memory_order_acquire);
+  const Timeslot written_before = f.next->load(std::memory_order_acquire) + f.link->latency();
+  const Timeslot next = now + 1, scan_end = next + kRemoteScan;
+  const Timeslot in_flight = f.link->first_arrival(next, std::min(written_before, scan_end), kNoRemoteTraffic);
+  if (in_flight != kNoRemoteTraffic) return in_flight;
+  if (written_before > scan_end) return scan_end;  // not looked at: no promise past it
+  return std::max({next, written_before, promised});
+}
+
+void LookaheadPlan::promises(Timeslot now, std::vector<Timeslot>& by_core) {
+  const Timeslot next = now + 1;
+  // Where each port's earliest send comes from on its own ...
+  for (Port& p : ports_) {
+    if (!p.bank || p.no_promise || p.bank->port_packets(p.port)) {
+      p.earliest_send = next;
+      continue;
+    }
+    Timeslot e = p.rack ? p.rack->earliest_remote_arrival(now) : kNoRemoteTraffic;
+    for (uint32_t f : p.feeders) {
+      const Link& in = *ports_[f].link;
+      e = std::min(e, in.first_arrival(next, next + in.latency(), kNoRemoteTraffic));
+    }
+    for (uint32_t f : p.remote_feeders) e = std::min(e, first_remote_arrival(remote_[f], now));
+    p.earliest_send = e;
+  }
+  // ... then through same-core links (shortest paths; latencies are >= 1).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Port& p : ports_)
+      for (uint32_t f : p.feeders) {
+        const Timeslot via = ports_[f].earliest_send + ports_[f].link->latency();
+        if (via < p.earliest_send) {
+          p.earliest_send = via;
+          changed = true;
+        }
+      }
+  }
+  std::fill(by_core.begin(), by_core.end(), kNoRemoteTraffic);
+  for (const Port& p : ports_)
+    by_core[p.to_core] = std::min(by_core[p.to_core], std::min(kNoRemoteTraffic, p.earliest_send + p.link->latency()));
+}
+
+}  // namespace flexplane

@@ -1,0 +1,135 @@
+#include "emulator/run/run.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "emulator/config/endpoint_contract.h"
+#include "emulator/output/output.h"
+#include "emulator/run/setup.h"
+#include "api/version.h"
+
+namespace flexplane {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void emit_params(YAML::Emitter& y, const char* key, const std::string& name, const ResolvedParams& params) {
+  if (name.empty()) return;
+  y << YAML::Key << key << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name;
+  for (const auto& [k, v] : params) y << YAML::Key << k << YAML::Value << v;
+  y << YAML::EndMap;
+}
+
+void write_metadata(const std::string& path, const RunConfig& c, const std::vector<ResolvedRouter>& routers,
+                    PriorityStamp stamp, const WorkloadStats& wstats, const RunSummary& s) {
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "flexplane_version" << YAML::Value << FLEXPLANE_VERSION;
+  y << YAML::Key << "git_commit" << YAML::Value << FLEXPLANE_GIT_COMMIT;
+  y << YAML::Key << "config_file" << YAML::Value << c.file;
+  y << YAML::Key << "variant" << YAML::Value << c.variant;
+  y << YAML::Key << "seed" << YAML::Value << c.seed;
+  y << YAML::Key << "timeslot_ns" << YAML::Value << c.network.timeslot_ns();
+  y << YAML::Key << "timeslots" << YAML::Value << s.timeslots;
+  y << YAML::Key << "arrival_timeslots" << YAML::Value << c.duration;
+  y << YAML::Key << "cores" << YAML::Value << c.cores;
+  y << YAML::Key << "lookahead" << YAML::Value << c.lookahead;
+  y << YAML::Key << "endpoint_priority" << YAML::Value << priority_stamp_name(stamp);
+  y << YAML::Key << "endpoint_ect" << YAML::Value << c.endpoint_ect;
+  y << YAML::Key << "routers" << YAML::Value << YAML::BeginMap;
+  for (size_t i = 0; i < routers.size(); ++i) {
+    const ResolvedRouter& r = routers[i];
+    y << YAML::Key << c.topology.routers[i].name << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "scheme" << YAML::Value << (r.scheme.empty() ? "(components)" : r.scheme);
+    emit_params(y, "router", r.router, r.router_params);
+    emit_params(y, "classifier", r.classifier, r.classifier_params);
+    emit_params(y, "queue_manager", r.queue_manager, r.queue_manager_params);
+    emit_params(y, "scheduler", r.scheduler, r.scheduler_params);
+    y << YAML::EndMap;
+  }
+  y << YAML::EndMap;
+  y << YAML::Key << "workload" << YAML::Value;
+  describe(c.workload, y);
+  y << YAML::Key << "results" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "flows" << YAML::Value << s.flows;
+  y << YAML::Key << "finished" << YAML::Value << s.finished;
+  y << YAML::Key << "unfinished_lost" << YAML::Value << s.unfinished_lost;
+  y << YAML::Key << "unfinished_in_flight" << YAML::Value << s.unfinished_in_flight;
+  y << YAML::Key << "drops" << YAML::Value << s.drops;
+  y << YAML::Key << "marks" << YAML::Value << s.marks;
+  y << YAML::Key << "losses" << YAML::Value << YAML::BeginMap;  // outside any queue: losses.csv
+  for (const auto& k : s.losses.kinds) y << YAML::Key << k.name << YAML::Value << k.packets;
+  y << YAML::EndMap;
+  y << YAML::Key << "offered_load" << YAML::Value << wstats.offered_load;
+  y << YAML::Key << "router_packet_hops" << YAML::Value << s.router_packet_hops;
+  y << YAML::Key << "wall_seconds" << YAML::Value << s.wall_seconds;
+  y << YAML::EndMap;
+  y << YAML::Key << "config" << YAML::Value << c.resolved;
+  y << YAML::EndMap;
+  std::ofstream out(path);
+  out << "# flexplane run metadata (docs/output-format.md)\n" << y.c_str() << "\n";
+  if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+}  // namespace
+
+RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
+  std::vector<ResolvedRouter> resolved;
+  std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
+
+  const EndpointStamping stamping = endpoint_stamping(c, endpoint_contract(c, resolved));
+
+  WorkloadStats wstats;
+  const FlowList flows = generate_flows(c.workload, c.topology.num_endpoints, &wstats);
+  FlowTraffic traffic(flows, c.topology.num_endpoints, stamping);
+
+  const EngineOptions opt = engine_options(c, c.cores);
+  Engine engine(c.topology, std::move(routers), traffic, opt);
+  std::function<void(const EngineProgress&)> on_progress;
+  if (progress) on_progress = [&](const EngineProgress& p) { progress(c, p); };
+  engine.run(c.duration + c.drain, on_progress);
+
+  RunSummary s;
+  s.output_dir = c.output_dir;
+  s.flows = flows.size();
+  s.timeslots = engine.now();
+  s.wall_seconds = engine.wall_seconds();
+  s.router_packet_hops = engine.router_packet_hops();
+  s.offered_load = wstats.offered_load;
+  const std::vector<PacketEvent> events = engine.events();
+  std::vector<uint32_t> lost(flows.size(), 0);
+  for (const auto& e : events)
+    if (e.kind == PacketEvent::kDropped) {
+      ++s.drops;
+      if (e.flow < lost.size()) ++lost[e.flow];
+    }
+  for (size_t i = 0; i < flows.size(); ++i) {
+    if (traffic.finished(static_cast<uint32_t>(i)))
+      ++s.finished;
+    else if (lost[i])
+      ++s.unfinished_lost;
+    else
+      ++s.unfinished_in_flight;
+  }
+  for (uint32_t r = 0; r < engine.num_routers(); ++r) {
+    const QueueBank& b = engine.router(r).bank();
+    for (PortId p = 0; p < b.num_ports(); ++p)
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) s.marks += b.counters(p, q).marked;
+  }
+
+  s.losses = losses(engine, traffic.unexpected_arrivals());
+
+  fs::create_directories(c.output_dir);
+  const fs::path dir(c.output_dir);
+  write_flows_csv((dir / "flows.csv").string(), c.topology, c.network.timeslot_ns(), c.network.abstract_packet_bytes,
+                  traffic, lost);
+  write_engine_outputs(c.output_dir, engine, opt, traffic.unexpected_arrivals(), events);
+  write_metadata((dir / "metadata.yaml").string(), c, resolved, stamping.priority, wstats, s);
+  return s;
+}
+
+}  // namespace flexplane

@@ -1,0 +1,34 @@
+// Executes one RunConfig end to end: builds topology, routers, flows and the
+// engine, runs arrivals + drain in virtual time, writes the outputs
+// (docs/output-format.md) into the run's folder.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "emulator/config/config.h"
+#include "emulator/engine/engine.h"
+#include "emulator/output/output.h"
+
+namespace flexplane {
+
+struct RunSummary {
+  uint64_t flows = 0;
+  uint64_t finished = 0;
+  uint64_t unfinished_lost = 0;        // a packet was dropped: open loop never resends it
+  uint64_t unfinished_in_flight = 0;   // still being sent or queued when the run ended
+  uint64_t drops = 0;                  // every drop, in queues and outside them
+  uint64_t marks = 0;
+  Losses losses;                       // the drops outside queues, and misdelivered packets, by kind
+  uint64_t router_packet_hops = 0;
+  Timeslot timeslots = 0;
+  double wall_seconds = 0;
+  double offered_load = 0;
+  std::string output_dir;
+};
+
+using ProgressFn = std::function<void(const RunConfig&, const EngineProgress&)>;
+
+RunSummary execute_run(const RunConfig& config, const ProgressFn& progress = {});
+
+}  // namespace flexplane

@@ -1,0 +1,60 @@
+// What every way of running a config shares: picking the run (variant) out of
+// an experiment file and building its routers exactly as configured. Virtual-
+// time runs (run.h), replays (replay.h) and live emulation (live/) all set
+// their engines up through here.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "api/router.h"
+#include "emulator/config/config.h"
+#include "emulator/config/router_factory.h"
+#include "emulator/engine/engine.h"
+
+namespace flexplane {
+
+// A bad command-line argument (exit status 2, like a ConfigError).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Runs `body`, turning errors into a message on stderr and an exit status:
+// 2 for bad arguments or configuration, `other` for anything else.
+template <class Fn>
+int exit_status_of(Fn&& body, int other) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return other;
+  }
+}
+
+// The run of `file` named `variant` ("" for a file without variants).
+// Throws UsageError if there is no such variant (or none was named where
+// several exist), ConfigError for a bad file.
+RunConfig pick_run(const std::string& file, const std::string& variant);
+
+// One router per topology router, from the config; `resolved` receives what
+// was built (for metadata and the endpoint contract).
+std::vector<std::unique_ptr<Router>> build_routers(const RunConfig& c, std::vector<ResolvedRouter>* resolved);
+
+// The engine options a config asks for (seed, tick, lookahead, occupancy
+// sampling, packet log), on `cores` cores; live runs add the real-time clock.
+EngineOptions engine_options(const RunConfig& c, uint32_t cores);
+
+}  // namespace flexplane

@@ -1,0 +1,165 @@
+#include "emulator/traffic/flow_traffic.h"
+
+#include <algorithm>
+
+#include "api/params.h"
+
+namespace flexplane {
+
+namespace {
+
+class FlowSource final : public TrafficSource {
+ public:
+  FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, uint32_t num_endpoints,
+             EndpointStamping stamping, std::vector<Timeslot>& first_sent)
+      : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()), active_((group.size() + 63) / 64, 0) {
+    local_of_.assign(num_endpoints, -1);
+    for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
+    for (const auto& f : flows)  // flows are sorted by start: keep that order
+      if (is_local(f.src)) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of_[f.src]), !is_local(f.dst)});
+    // next_remote_start_[i]: start of the first flow leaving the group at or after arrival i.
+    next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
+    for (size_t i = arrivals_.size(); i-- > 0;)
+      next_remote_start_[i] = arrivals_[i].remote ? flows_[arrivals_[i].flow].start : next_remote_start_[i + 1];
+  }
+
+  uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
+    while (next_arrival_ < arrivals_.size() && flows_[arrivals_[next_arrival_].flow].start <= now) {
+      const Arrival a = arrivals_[next_arrival_++];
+      Nic& nic = nics_[a.local];
+      if (nic.head == nic.queue.size() && nic.head) {  // reuse storage once drained
+        nic.queue.clear();
+        nic.head = 0;
+      }
+      if (nic.queue.size() == nic.head) active_[a.local >> 6] |= 1ull << (a.local & 63);
+      nic.queue.push_back(a.flow);
+      remote_queued_ += a.remote;
+    }
+    // Busy NICs in endpoint order (the engine's source contract).
+    uint32_t n = 0;
+    for (size_t w = 0; w < active_.size(); ++w)
+      for (uint64_t bits = active_[w]; bits; bits &= bits - 1) {
+      const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
+      Nic& nic = nics_[l];
+      const FlowSpec& f = flows_[nic.queue[nic.head]];
+      Packet& p = out[n];
+      p = Packet{};
+      p.flow = f.id;
+      p.seq = nic.seq;
+      p.src = f.src;
+      p.dst = f.dst;
+      p.size_bytes = stamping_.packet_bytes;
+      p.flags = stamping_.ect ? kFlagEct : 0;
+      p.priority = stamping_.priority == PriorityStamp::kFlowSize        ? f.size_pkts
+                   : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - nic.seq
+                                                                         : 0;
+      p.custom[0] = stamping_.slack_ns;
+      local[n++] = l;
+      if (nic.seq == 0) first_sent_[f.id] = now;
+      if (++nic.seq == f.size_pkts) {
+        nic.seq = 0;
+        remote_queued_ -= !is_local(f.dst);
+        if (++nic.head == nic.queue.size()) active_[w] &= ~(1ull << (l & 63));  // NIC idle
+      }
+    }
+    return n;
+  }
+
+  // A queued flow to outside the group may send next timeslot (it may be
+  // behind others on its NIC, but this stays cheap and safe); otherwise
+  // nothing leaves the group before the next such flow starts.
+  Timeslot remote_quiet_until(Timeslot now) override {
+    if (remote_queued_) return now + 1;
+    return std::max(now + 1, next_remote_start_[next_arrival_]);
+  }
+
+ private:
+  struct Arrival {
+    uint32_t flow;
+    uint32_t local;
+    bool remote;  // destination outside the group
+  };
+  bool is_local(EndpointId e) const { return e < local_of_.size() && local_of_[e] >= 0; }
+  struct Nic {
+    std::vector<uint32_t> queue;  // flow ids, FIFO from head
+    size_t head = 0;
+    uint32_t seq = 0;             // next packet of the head flow
+  };
+  const FlowList& flows_;
+  EndpointStamping stamping_;
+  std::vector<Timeslot>& first_sent_;
+  std::vector<Arrival> arrivals_;
+  size_t next_arrival_ = 0;
+  std::vector<Nic> nics_;
+  std::vector<uint64_t> active_;  // bit l: NIC l has something to send
+  std::vector<int32_t> local_of_;  // by endpoint id: index in this group, or -1
+  std::vector<Timeslot> next_remote_start_;
+  uint32_t remote_queued_ = 0;    // flows to outside the group queued on NICs, not fully sent
+};
+
+class FlowSink final : public TrafficSink {
+ public:
+  FlowSink(const FlowList& flows, std::vector<FlowState>& states, const std::vector<EndpointId>& group,
+           uint32_t num_endpoints, EventLog* log, uint64_t* unexpected)
+      : flows_(flows), states_(states), here_(num_endpoints, false), log_(log), unexpected_(unexpected) {
+    for (EndpointId e : group) here_[e] = true;
+  }
+
+  void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
+    for (uint32_t i = 0; i < n; ++i) {
+      const Packet& p = pkts[i];
+      if (__builtin_expect(p.flow >= states_.size() || p.dst >= here_.size() || !here_[p.dst] ||
+                               flows_[p.flow].dst != p.dst || states_[p.flow].delivered >= flows_[p.flow].size_pkts,
+                           0)) {
+        ++*unexpected_;
+        continue;
+      }
+      FlowState& s = states_[p.flow];
+      if (p.ce()) ++s.marked;
+      if (++s.delivered == flows_[p.flow].size_pkts) s.finish = now;
+      if (log_ && log_->log_deliveries()) log_->on_deliver(p, now);
+    }
+  }
+
+ private:
+  const FlowList& flows_;
+  std::vector<FlowState>& states_;
+  std::vector<bool> here_;  // by endpoint: in this sink's group
+  EventLog* log_;
+  uint64_t* unexpected_;
+};
+
+}  // namespace
+
+FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, EndpointStamping stamping)
+    : flows_(flows),
+      num_endpoints_(num_endpoints),
+      stamping_(stamping),
+      states_(flows.size()),
+      first_sent_(flows.size(), kNotSent) {
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const FlowSpec& f = flows[i];
+    if (f.id != i) throw ConfigError("flows: ids must be dense and in order (flow at index " + std::to_string(i) +
+                                     " has id " + std::to_string(f.id) + ")");
+    if (f.src >= num_endpoints || f.dst >= num_endpoints || f.src == f.dst || f.size_pkts == 0)
+      throw ConfigError("flows: flow " + std::to_string(i) + " has a bad source, destination or size");
+    if (i && flows[i - 1].start > f.start) throw ConfigError("flows: flows must be sorted by start time");
+  }
+}
+
+std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
+  return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_, first_sent_);
+}
+
+std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>& group, EventLog* log) {
+  unexpected_.push_back(std::make_unique<uint64_t>(0));
+  return std::make_unique<FlowSink>(flows_, states_, group, num_endpoints_, log, unexpected_.back().get());
+}
+
+uint64_t FlowTraffic::unexpected_arrivals() const {
+  uint64_t sum = 0;
+  for (const auto& s : unexpected_) sum += *s;
+  return sum;
+}
+
+}  // namespace flexplane

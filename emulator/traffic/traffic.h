@@ -1,0 +1,56 @@
+// Where abstract packets come from and go to at the endpoints.
+//
+// The engine groups the endpoints of each ToR into one node that runs on the
+// ToR's core. A TrafficSource says what each endpoint's NIC sends in a
+// timeslot (at most one packet per endpoint: the access link's rate); a
+// TrafficSink sees every packet that reaches an endpoint. Implementations:
+// flows from a workload or trace (flow_traffic.h), an always-backlogged
+// all-to-all pattern for benchmarks (backlog_traffic.h), and live endpoints.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "api/packet.h"
+#include "emulator/engine/event_log.h"
+
+namespace flexplane {
+
+class TrafficSource {
+ public:
+  virtual ~TrafficSource() = default;
+  // Write at most one packet per endpoint of the group into out[], with the
+  // endpoint's index within the group in local[]; return the count.
+  virtual uint32_t emit(Timeslot now, Packet* out, uint32_t* local) = 0;
+  // Called after emit(now) when the engine uses lookahead: the earliest
+  // timeslot after `now` at which the group may send a packet to an endpoint
+  // outside it (kNoRemoteTraffic: never). A promise, and it must be kept:
+  // other cores run ahead on it. The default promises nothing.
+  virtual Timeslot remote_quiet_until(Timeslot now) { return now + 1; }
+};
+
+// "Never" for remote_quiet_until(); small enough to add latencies to.
+constexpr Timeslot kNoRemoteTraffic = ~Timeslot{0} >> 4;
+
+class TrafficSink {
+ public:
+  virtual ~TrafficSink() = default;
+  virtual void deliver(const Packet* pkts, uint32_t n, Timeslot now) = 0;
+};
+
+// Makes the source and sink of one endpoint group (the endpoints of one ToR).
+class Traffic {
+ public:
+  virtual ~Traffic() = default;
+  virtual std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) = 0;
+  virtual std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) = 0;
+  // Where drops on engine core `core` are reported besides the core's log
+  // (live mode turns them into drop verdicts); null for none.
+  virtual EventSink* drop_sink(uint32_t core) { return nullptr; }
+  // Whether the engine should keep every drop in memory (virtual-time runs
+  // need them for flow outcomes; live runs are unbounded and forward them).
+  virtual bool record_drops() const { return true; }
+};
+
+}  // namespace flexplane

@@ -1,0 +1,314 @@
+#include "emulator/workload/workload.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <sstream>
+
+#include "api/params.h"
+#include "emulator/workload/flow_trace.h"
+#include "emulator/workload/traffic_pattern.h"
+
+namespace flexplane {
+
+namespace {
+
+// Rng streams of the workload ("WKLD" tag in the high bits keeps them apart
+// from the small per-router stream ids).
+constexpr uint64_t kStreamTag = 0x574B4C4400000000ull;
+constexpr uint64_t kArrivalStream = kStreamTag | 1;
+constexpr uint64_t kSizeStream = kStreamTag | 2;
+constexpr uint64_t kEndpointStream = kStreamTag | 3;
+constexpr uint64_t kPatternStream = kStreamTag | 4;  // the pattern's fixed state (the permutation)
+
+constexpr uint32_t kMaxEndpoints = uint32_t{1} << (8 * sizeof(EndpointId));
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+template <class E>
+struct Choice {
+  const char* name;
+  E value;
+};
+constexpr Choice<WorkloadKind> kKinds[] = {{"poisson", WorkloadKind::kPoisson}, {"trace", WorkloadKind::kTrace}};
+
+// Strict reading of one `key: value` of the workload map.
+class Field {
+ public:
+  Field(const std::string& where, const std::string& key, const YAML::Node& value)
+      : at_(where + "." + key), node_(value) {
+    if (!value.IsScalar()) throw ConfigError(at_ + ": expected a single value, got a " + node_type());
+    text_ = value.Scalar();
+  }
+
+  const std::string& at() const { return at_; }
+  const std::string& text() const { return text_; }
+  [[noreturn]] void fail(const std::string& why) const { throw ConfigError(at_ + ": " + why + " ('" + text_ + "')"); }
+
+  template <class T>
+  T get(const char* what) const {
+    T v{};
+    if (!params_detail::parse(text_, v)) fail(std::string("expected ") + what);
+    return v;
+  }
+
+  template <class E, size_t N>
+  E choice(const Choice<E> (&choices)[N]) const {
+    std::string names;
+    for (const auto& c : choices) {
+      if (text_ == c.name) return c.value;
+      names += (names.empty() ? "" : ", ") + std::string(c.name);
+    }
+    fail("unknown value, expected one of: " + names);
+  }
+
+ private:
+  std::string node_type() const {
+    if (node_.IsMap()) return "mapping";
+    if (node_.IsSequence()) return "sequence";
+    return "null";
+  }
+  std::string at_;
+  YAML::Node node_;
+  std::string text_;
+};
+
+std::string resolve(const std::string& path, const std::string& base_dir) {
+  std::filesystem::path p(path);
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  return p.lexically_normal().string();
+}
+
+}  // namespace
+
+const char* to_string(WorkloadKind kind) {
+  for (const auto& c : kKinds)
+    if (c.value == kind) return c.name;
+  return "?";
+}
+
+WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, const std::string& base_dir) {
+  if (!node.IsMap()) throw ConfigError(where + ": expected a mapping of workload settings");
+  static const char* kKeys[] = {"kind", "pattern", "load",               "size_cdf", "fixed_size_pkts",
+                                "trace", "seed",    "duration_timeslots", "max_flows"};
+  WorkloadSpec spec;
+  spec.where = where;
+  std::vector<std::string> seen;
+  std::string cdf_at, trace_at;
+  // The pattern first: its parameters are keys of this map too.
+  if (const YAML::Node p = node["pattern"]) spec.pattern = Field(where, "pattern", p).text();
+  const ComponentInfo<TrafficPattern>& pattern =
+      Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern ('" + spec.pattern + "')");
+  auto declares = [](const ComponentInfo<TrafficPattern>& info, const std::string& key) {
+    return std::any_of(info.params.begin(), info.params.end(), [&](const ParamDesc& d) { return d.name == key; });
+  };
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+      if (declares(pattern, key)) {  // a parameter of the pattern
+        spec.pattern_params.set(key, Field(where, key, kv.second).text());
+        seen.push_back(key);
+        continue;
+      }
+      std::string patterns, known;
+      for (const auto& [name, info] : Registry<TrafficPattern>::instance().all())
+        if (declares(info, key)) patterns += (patterns.empty() ? "" : ", ") + name;
+      if (!patterns.empty()) throw ConfigError(where + "." + key + ": only applies with pattern: " + patterns);
+      for (const char* k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
+      for (const auto& d : pattern.params) known += ", " + d.name;
+      throw ConfigError(where + ": unknown key '" + key + "' (known: " + known + ")");
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw ConfigError(where + "." + key + ": given twice");
+    seen.push_back(key);
+    const Field f(where, key, kv.second);
+    if (key == "kind") {
+      spec.kind = f.choice(kKinds);
+    } else if (key == "pattern") {  // read above
+    } else if (key == "load") {
+      spec.load = f.get<double>("a number");
+      if (!(spec.load > 0 && spec.load <= 1)) f.fail("offered load must be in (0, 1] (fraction of access-link rate)");
+    } else if (key == "size_cdf") {
+      if (f.text().empty()) f.fail("expected a file path");
+      spec.size_cdf = resolve(f.text(), base_dir);
+      cdf_at = f.at();
+    } else if (key == "fixed_size_pkts") {
+      spec.fixed_size_pkts = f.get<uint32_t>("a whole number of packets");
+      if (spec.fixed_size_pkts == 0) f.fail("must be >= 1 packet");
+    } else if (key == "trace") {
+      if (f.text().empty()) f.fail("expected a file path");
+      spec.trace_path = resolve(f.text(), base_dir);
+      trace_at = f.at();
+    } else if (key == "seed") {
+      spec.seed = f.get<uint64_t>("an unsigned integer");
+    } else if (key == "duration_timeslots") {
+      spec.duration = f.get<uint64_t>("a whole number of timeslots");
+    } else if (key == "max_flows") {
+      spec.max_flows = f.get<uint64_t>("a whole number");
+      if (spec.max_flows == 0) f.fail("must be >= 1");
+    }
+  }
+  auto has = [&](const char* k) { return std::find(seen.begin(), seen.end(), k) != seen.end(); };
+  auto only_with = [&](const char* k, const std::string& condition) {
+    if (has(k)) throw ConfigError(where + "." + k + ": only applies with " + condition);
+  };
+
+  if (spec.kind == WorkloadKind::kTrace) {
+    for (const char* k : {"pattern", "load", "size_cdf", "fixed_size_pkts", "max_flows"})
+      only_with(k, "kind: poisson (a trace fixes every flow)");
+    for (const auto& [k, v] : spec.pattern_params.entries) only_with(k.c_str(), "kind: poisson (a trace fixes every flow)");
+    if (!has("trace")) throw ConfigError(where + ": kind: trace needs `trace: <flow trace CSV>`");
+    if (!std::ifstream(spec.trace_path)) throw ConfigError(trace_at + ": cannot open '" + spec.trace_path + "'");
+    return spec;
+  }
+
+  only_with("trace", "kind: trace");
+  if (has("size_cdf") == has("fixed_size_pkts"))
+    throw ConfigError(where + ": give exactly one of `size_cdf: <file>` or `fixed_size_pkts: <n>`");
+  {  // the pattern's parameters: parsed now so that their errors surface at config time
+    ParamValues values = spec.pattern_params;
+    values.where = where;
+    pattern.make(values, nullptr);
+  }
+  if (has("duration_timeslots") && spec.duration == 0)
+    throw ConfigError(where + ".duration_timeslots: must be > 0 ('0')");
+  if (!spec.size_cdf.empty()) {
+    try {
+      SizeDistribution::load(spec.size_cdf);
+    } catch (const ConfigError& e) {
+      throw ConfigError(cdf_at + ": " + e.what());
+    }
+  }
+  return spec;
+}
+
+std::vector<std::pair<std::string, std::string>> describe(const WorkloadSpec& spec) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.emplace_back("kind", to_string(spec.kind));
+  if (spec.kind == WorkloadKind::kTrace) {
+    out.emplace_back("trace", spec.trace_path);
+    out.emplace_back("duration_timeslots", std::to_string(spec.duration));
+    return out;
+  }
+  out.emplace_back("pattern", spec.pattern);
+  out.emplace_back("load", fmt(spec.load));
+  if (spec.fixed_size_pkts) out.emplace_back("fixed_size_pkts", std::to_string(spec.fixed_size_pkts));
+  else out.emplace_back("size_cdf", spec.size_cdf);
+  ResolvedParams resolved;
+  if (const auto* info = Registry<TrafficPattern>::instance().find(spec.pattern)) {
+    ParamValues values = spec.pattern_params;
+    values.where = spec.where;
+    info->make(values, &resolved);
+  }
+  for (auto& kv : resolved) out.push_back(kv);
+  out.emplace_back("duration_timeslots", std::to_string(spec.duration));
+  out.emplace_back("seed", std::to_string(spec.seed));
+  out.emplace_back("max_flows", std::to_string(spec.max_flows));
+  return out;
+}
+
+void describe(const WorkloadSpec& spec, YAML::Emitter& out) {
+  out << YAML::BeginMap;
+  for (const auto& [k, v] : describe(spec)) out << YAML::Key << k << YAML::Value << v;
+  out << YAML::EndMap;
+}
+
+SizeDistribution size_distribution(const WorkloadSpec& spec) {
+  if (spec.fixed_size_pkts) return SizeDistribution::fixed(spec.fixed_size_pkts);
+  if (spec.size_cdf.empty())
+    throw ConfigError(spec.where + ": no flow sizes: give `size_cdf: <file>` or `fixed_size_pkts: <n>`");
+  return SizeDistribution::load(spec.size_cdf);
+}
+
+FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats) {
+  const std::string& where = spec.where;
+  if (num_endpoints < 2 || num_endpoints > kMaxEndpoints)
+    throw ConfigError(where + ": a workload needs 2.." + std::to_string(kMaxEndpoints) + " endpoints, the topology has " +
+                      std::to_string(num_endpoints));
+  WorkloadStats local;
+  WorkloadStats& st = stats ? *stats : local;
+  st = WorkloadStats{};
+
+  FlowList flows;
+  if (spec.kind == WorkloadKind::kTrace) {
+    flows = read_flow_trace(spec.trace_path, num_endpoints);
+    if (spec.duration) {  // sorted by start, ids dense in that order: truncating keeps both
+      auto end = std::partition_point(flows.begin(), flows.end(),
+                                      [&](const FlowSpec& f) { return f.start < spec.duration; });
+      flows.erase(end, flows.end());
+    }
+  } else {
+    if (spec.duration == 0)
+      throw ConfigError(where + ".duration_timeslots: a poisson workload needs a duration > 0 timeslots");
+    if (!(spec.load > 0 && spec.load <= 1))
+      throw ConfigError(where + ".load: offered load must be in (0, 1] ('" + fmt(spec.load) + "')");
+    ParamValues pattern_values = spec.pattern_params;
+    pattern_values.where = where;
+    const std::unique_ptr<TrafficPattern> pattern =
+        Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern").make(pattern_values, nullptr);
+    Rng pattern_rng(spec.seed, kPatternStream);
+    pattern->prepare(num_endpoints, pattern_rng, where);
+    st.permutation = pattern->fixed_map();
+    const uint32_t flows_per_event = pattern->flows_per_event();
+
+    const SizeDistribution sizes = size_distribution(spec);
+    st.mean_size_pkts = sizes.mean_pkts();
+    st.flows_per_timeslot = spec.load * num_endpoints / sizes.mean_pkts();
+    const double events_per_timeslot = st.flows_per_timeslot / flows_per_event;
+    const double expected_flows = st.flows_per_timeslot * static_cast<double>(spec.duration);
+    if (expected_flows > static_cast<double>(spec.max_flows))
+      throw ConfigError(where + ".max_flows: the workload would generate ~" + fmt(std::round(expected_flows)) +
+                        " flows, more than max_flows = " + std::to_string(spec.max_flows) +
+                        " (raise max_flows, or lower load or duration_timeslots)");
+
+    Rng arrival_rng(spec.seed, kArrivalStream);
+    Rng size_rng(spec.seed, kSizeStream);
+    Rng endpoint_rng(spec.seed, kEndpointStream);
+    std::vector<std::pair<EndpointId, EndpointId>> pairs(flows_per_event);
+
+    flows.reserve(static_cast<size_t>(expected_flows * 1.01) + 16);
+    auto add = [&](EndpointId src, EndpointId dst, Timeslot start) {
+      if (flows.size() >= spec.max_flows)
+        throw ConfigError(where + ".max_flows: more than " + std::to_string(spec.max_flows) +
+                          " flows generated (raise max_flows, or lower load or duration_timeslots)");
+      FlowSpec f;
+      f.id = static_cast<uint32_t>(flows.size());
+      f.src = src;
+      f.dst = dst;
+      f.size_pkts = sizes.sample(size_rng);
+      f.start = start;
+      flows.push_back(f);
+    };
+
+    const double duration = static_cast<double>(spec.duration);
+    double t = 0;
+    while (true) {
+      t += -std::log1p(-arrival_rng.uniform()) / events_per_timeslot;  // Exp(rate); 1-u in (0, 1]
+      if (!(t < duration)) break;
+      const Timeslot start = std::min(static_cast<Timeslot>(t), spec.duration - 1);
+      pattern->event(endpoint_rng, pairs.data());
+      for (const auto& [src, dst] : pairs) add(src, dst, start);
+    }
+  }
+
+  st.num_flows = flows.size();
+  Timeslot horizon = spec.duration;
+  for (const auto& f : flows) {
+    st.total_pkts += f.size_pkts;
+    if (!spec.duration) horizon = std::max(horizon, f.start + 1);
+  }
+  if (horizon) st.offered_load = static_cast<double>(st.total_pkts) / (static_cast<double>(num_endpoints) * horizon);
+  return flows;
+}
+
+}  // namespace flexplane
