@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "emulator/yaml_util.h"
+#include "emulator/config/yaml_util.h"
 #include "router/ipv4.h"
 
 namespace flexplane::router {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator/router_factory.h"
+#include "emulator/config/router_factory.h"
 #include "router/routes.h"
 
 namespace flexplane::router {

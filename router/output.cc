@@ -12,7 +12,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "emulator/version.h"
+#include "api/version.h"
 #include "router/router_app.h"
 
 namespace flexplane::router {
@@ -31,8 +31,8 @@ struct File {
 
 void write_counters(const fs::path& path, const RouterApp& app) {
   File out(path);
-  std::fprintf(out.f, "router,port,queue,arrived,enqueued,dequeued,dropped_on_arrival,dropped_from_queue,marked,"
-                      "backlog_pkts,backlog_bytes");
+  std::fprintf(out.f, "router,port,queue,arrived,enqueued,dequeued,dropped_on_arrival,dropped_at_dequeue,evicted,"
+                      "marked,backlog_pkts,backlog_bytes");
   for (unsigned r = 0; r < kNumReasons; ++r) std::fprintf(out.f, ",drops_%s", reason_name(static_cast<Reason>(r)));
   for (unsigned r = 0; r < kNumReasons; ++r) std::fprintf(out.f, ",marks_%s", reason_name(static_cast<Reason>(r)));
   std::fprintf(out.f, "\n");
@@ -42,9 +42,10 @@ void write_counters(const fs::path& path, const RouterApp& app) {
     for (QueueId q = 0; q < b.queues_per_port(); ++q) {
       const QueueCounters& c = b.counters(0, q);
       if (!c.arrived && !c.enqueued) continue;
-      std::fprintf(out.f, "%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64,
+      std::fprintf(out.f,
+                   "%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64,
                    app.config().name.c_str(), s->port(), q, c.arrived, c.enqueued, c.dequeued, c.dropped_on_arrival,
-                   c.dropped_from_queue, c.marked, b.packets(0, q), b.bytes(0, q));
+                   c.dropped_at_dequeue, c.evicted, c.marked, b.packets(0, q), b.bytes(0, q));
       for (unsigned r = 0; r < kNumReasons; ++r) std::fprintf(out.f, ",%" PRIu64, c.drops[r]);
       for (unsigned r = 0; r < kNumReasons; ++r) std::fprintf(out.f, ",%" PRIu64, c.marks[r]);
       std::fprintf(out.f, "\n");
@@ -67,6 +68,23 @@ void write_occupancy(const fs::path& path, const RouterApp& app) {
   for (const Row& r : rows)
     std::fprintf(out.f, "%" PRIu64 ",%.4f,%s,%u,%u,%" PRIu64 "\n", r.s->tick, r.time_us, app.config().name.c_str(),
                  r.port, r.s->packets, r.s->bytes);
+}
+
+// The emulator's scheme_stats.csv (docs/output-format.md), long format.
+void write_scheme_stats(const fs::path& path, const RouterApp& app) {
+  File out(path);
+  std::fprintf(out.f, "timeslot,time_us,router,port,queue,stat,value\n");
+  for (const PortScheduler* s : app.schedulers()) {
+    if (!s->scheme()) continue;
+    const std::vector<StatDesc> descs = s->scheme()->stat_descs();
+    for (const SchemeStatSample& v : s->scheme_stats()) {
+      const OccupancySample& o = s->occupancy()[v.sample];
+      const StatDesc& d = descs[v.stat];
+      std::fprintf(out.f, "%" PRIu64 ",%.4f,%s,%u,", o.tick, o.time_us, app.config().name.c_str(), s->port());
+      if (d.scope == StatDesc::kPerQueue) std::fprintf(out.f, "%u", v.queue);
+      std::fprintf(out.f, ",%s,%.9g\n", d.name.c_str(), v.value);
+    }
+  }
 }
 
 void write_ports(const fs::path& path, const RouterApp& app) {
@@ -220,7 +238,12 @@ void RouterApp::write_outputs() const {
   const fs::path dir(cfg_.output_dir);
   fs::create_directories(dir);
   write_counters(dir / "counters.csv", *this);
-  if (cfg_.run.occupancy_interval_us > 0) write_occupancy(dir / "occupancy.csv", *this);
+  if (cfg_.run.occupancy_interval_us > 0) {
+    write_occupancy(dir / "occupancy.csv", *this);
+    bool any_stats = false;
+    for (const PortScheduler* s : owner_sched_) any_stats = any_stats || !s->scheme_stats().empty();
+    if (any_stats) write_scheme_stats(dir / "scheme_stats.csv", *this);
+  }
   write_ports(dir / "ports.csv", *this);
   write_metadata(dir / "metadata.yaml", *this);
 }

@@ -58,23 +58,31 @@ PortScheduler::PortScheduler(uint16_t port, uint16_t tx_queue, const PortSetting
       table_(1, 0),
       sink_(std::make_unique<FreeSink>(&frees_)) {
   const double rate_mbps = settings.rate_mbps > 0 ? settings.rate_mbps : timing.nominal_rate_mbps;
-  // One tick = one mtu_bytes frame at the line rate.
-  ticks_per_cycle_ = rate_mbps * 1e6 / (8.0 * settings.mtu_bytes * static_cast<double>(timing.tsc_hz));
+  // One tick = one nanosecond of the TSC clock (api/time.h: schemes convert
+  // their parameters with from_us() and derive rates from link_bytes_per_tick).
+  ticks_per_cycle_ = 1e9 / static_cast<double>(timing.tsc_hz);
   if (settings.rate_mbps > 0) {
     cycles_per_byte_ = 8.0 * static_cast<double>(timing.tsc_hz) / (settings.rate_mbps * 1e6);
     slack_cycles_ = run.pacing_slack_us * 1e-6 * static_cast<double>(timing.tsc_hz);
   }
   if (run.queueing) {
     router_ = build_router(settings.scheme, &resolved_);
+    if (resolved_.request_custom_bytes > 0)  // the mbuf travels in custom[0..1] (docs/design.md)
+      throw ConfigError(settings.where + ": scheme '" + resolved_.scheme + "' reads " +
+                        std::to_string(resolved_.request_custom_bytes) +
+                        " bytes of endpoint-stamped custom data, which real packets do not carry");
     table_.set(0, {0});
     RouterEnv env;
     env.router_id = port;
     env.num_ports = 1;
     env.mtu_bytes = settings.mtu_bytes;
+    env.time.ns_per_tick = 1;
+    env.time.link_bytes_per_tick = rate_mbps * 1e6 / 8 / 1e9;
     env.routes = &table_;
     env.sink = sink_.get();
     env.seed = seed;
     router_->bind(env);
+    has_stats_ = !router_->stat_descs().empty();
   }
   pkts_.resize(run.burst);
   tx_.resize(run.burst);
@@ -145,6 +153,7 @@ uint32_t PortScheduler::drain(uint64_t tsc) {
         if (next_free_ > now_cycles) break;
       }
     }
+    flush_frees();  // a queue manager acting at dequeue (CoDel) may have dropped heads
     if (n == 0) return 0;
   }
   // Once sent, an mbuf belongs to the device (net_null frees it at once):
@@ -166,6 +175,18 @@ void PortScheduler::sample(uint64_t tsc) {
   uint64_t bytes = 0;
   for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(0, q);
   occupancy_.push_back({ticks(tsc), (tsc - timing_.tsc_start) * 1e6 / timing_.tsc_hz, b.port_packets(0), bytes});
+  if (has_stats_) {  // the scheme's own state, at the same instants (scheme_stats.csv)
+    struct Out final : StatsOut {
+      std::vector<SchemeStatSample>* v;
+      uint32_t sample;
+      void put(unsigned stat, QueueId queue, double value) override {
+        v->push_back({sample, static_cast<uint16_t>(stat), static_cast<uint16_t>(queue), value});
+      }
+    } out;
+    out.v = &stats_;
+    out.sample = static_cast<uint32_t>(occupancy_.size() - 1);
+    router_->sample_stats(0, out);
+  }
   next_sample_ += sample_every_;
   if (next_sample_ <= tsc) next_sample_ = tsc + sample_every_;  // skipped samples stay skipped
 }
@@ -177,7 +198,7 @@ void PortScheduler::publish_snapshot() {
     for (QueueId q = 0; q < b.queues_per_port(); ++q) {
       const QueueCounters& c = b.counters(0, q);
       arrived += c.arrived;
-      dropped += c.dropped_on_arrival + c.dropped_from_queue;
+      dropped += c.dropped();
       marked += c.marked;
       bytes += b.bytes(0, q);
     }

@@ -7,8 +7,10 @@
 //    is the adapter between it and DPDK (docs/design.md "Router mode"):
 //      * each mbuf travels as an abstract Packet whose custom[0..1] hold the
 //        mbuf pointer and whose size_bytes is the real frame length;
-//      * `now` is the port's tick: one mtu_bytes transmission at the port's
-//        line rate, so schemes that count time in timeslots keep their meaning;
+//      * `now` is the port's tick, one nanosecond of the TSC clock since the
+//        start, and RouterEnv::time says so (ns_per_tick 1, the port's line
+//        rate as link_bytes_per_tick): schemes state their parameters in
+//        time units (api/time.h) and so keep their meaning on a real link;
 //      * a drop reported to the EventSink frees the mbuf; a CE flag set by
 //        Verdicts::mark_ecn is written into the real IP header (checksum
 //        updated) as the packet leaves.
@@ -30,7 +32,7 @@
 
 #include "api/router.h"
 #include "api/routing_table.h"
-#include "emulator/router_factory.h"
+#include "emulator/config/router_factory.h"
 #include "router/config.h"
 
 namespace flexplane::router {
@@ -63,6 +65,14 @@ struct PortSnapshot {
   std::atomic<uint64_t> arrived{0}, sent{0}, sent_bytes{0}, dropped{0}, marked{0}, backlog_pkts{0}, backlog_bytes{0};
 };
 
+// One value a scheme exported (api/scheme_stats.h) at an occupancy sample.
+struct SchemeStatSample {
+  uint32_t sample;  // index into occupancy()
+  uint16_t stat;    // index into scheme()->stat_descs()
+  uint16_t queue;   // ignored for per-port statistics
+  double value;
+};
+
 struct OccupancySample {
   uint64_t tick;
   double time_us;
@@ -92,9 +102,10 @@ class PortScheduler {
   const Router* scheme() const { return router_.get(); }
   const ResolvedRouter& resolved() const { return resolved_; }
   const std::vector<OccupancySample>& occupancy() const { return occupancy_; }
+  const std::vector<SchemeStatSample>& scheme_stats() const { return stats_; }
   const PortSnapshot& snapshot() const { return snapshot_; }
   uint64_t ticks(uint64_t tsc) const { return static_cast<uint64_t>((tsc - timing_.tsc_start) * ticks_per_cycle_); }
-  double ns_per_tick() const { return 1e9 / (ticks_per_cycle_ * timing_.tsc_hz); }
+  static constexpr double ns_per_tick() { return 1.0; }
   uint64_t tx_packets() const { return tx_packets_; }
   uint64_t tx_bytes() const { return tx_bytes_; }
   uint64_t tx_refused() const { return tx_refused_; }  // unpaced bypass only: device ring full
@@ -125,6 +136,8 @@ class PortScheduler {
   uint64_t tx_packets_ = 0, tx_bytes_ = 0, tx_refused_ = 0;
   uint64_t sample_every_ = 0, next_sample_ = 0;
   std::vector<OccupancySample> occupancy_;
+  std::vector<SchemeStatSample> stats_;
+  bool has_stats_ = false;
   PortSnapshot snapshot_;
 };
 

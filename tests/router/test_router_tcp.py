@@ -174,7 +174,7 @@ def test_dctcp_marking_keeps_the_queue_near_k_droptail_fills_it(topo: TcpTopolog
         occ = steady(r.occupancy(1))
         q = r.queue_counters(1)
         summary[name] = dict(median=statistics.median(occ), p99=percentile(occ, 0.99), max=max(occ),
-                             samples=len(occ), marked=q["marked"], drops=q["dropped_on_arrival"] + q["dropped_from_queue"],
+                             samples=len(occ), marked=q["marked"], drops=q["dropped_on_arrival"] + q["dropped_at_dequeue"] + q["evicted"],
                              sent=q["dequeued"], mbps=res["end"]["sum_received"]["bits_per_second"] / 1e6,
                              retransmits=res["end"]["sum_sent"]["retransmits"])
     (tmp_path / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -241,7 +241,7 @@ def test_route_updates_under_tcp_load_lose_nothing(topo: TcpTopology, tmp_path: 
     # the bottleneck was sent.
     assert all(v == 0 for v in fp["drops"].values()), fp
     assert fp["exceptions"]["no_route"] == 0 and slow["no_route_dropped"] == 0 and slow["held_dropped"] == 0
-    assert q["dropped_on_arrival"] == 0 and q["dropped_from_queue"] == 0
+    assert q["dropped_on_arrival"] == 0 and q["dropped_at_dequeue"] == 0 and q["evicted"] == 0
     assert q["arrived"] == q["dequeued"] > 1000
     # ... and none on the way: TCP never retransmitted.
     assert res["end"]["sum_sent"]["retransmits"] == 0
