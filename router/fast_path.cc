@@ -240,7 +240,7 @@ void Worker::run() {
   const uint64_t hz = rte_get_tsc_hz();
   const uint64_t publish_every = hz / 100;  // live counters: every 10 ms
   uint64_t next_publish = 0;
-  bool rx_reported = false, slept = false;
+  bool rx_reported = false;
   uint64_t last_t0 = 0;
   rte_mbuf** buf = rx_burst_.data();
   for (;;) {
@@ -252,7 +252,6 @@ void Worker::run() {
     const uint64_t t0 = rte_rdtsc();
     if (last_t0 && t0 - last_t0 > counters_.max_gap_cycles.get()) counters_.max_gap_cycles.add(t0 - last_t0 - counters_.max_gap_cycles.get());
     last_t0 = t0;
-    slept = false;
     uint64_t t = t0;
     uint64_t rx_cycles = 0;
     uint32_t work = 0;
@@ -302,7 +301,6 @@ void Worker::run() {
       rte_rcu_qsbr_thread_offline(sh_.qs, id_);  // route updates need not wait for a sleeper
       rte_delay_us_sleep(run_.idle_sleep_us);
       rte_rcu_qsbr_thread_online(sh_.qs, id_);
-      slept = true;
     }
   }
   for (uint16_t port : owned_) local_[port]->publish_snapshot();

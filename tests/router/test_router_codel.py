@@ -3,12 +3,13 @@ unchanged, dropping (or CE-marking) at dequeue by sojourn time measured in
 ns on a paced port.
 
 200 frames of 1500 bytes reach a 10 Mbit/s port at once (net_pcap replays
-them as fast as it can), so the head's sojourn time grows by one
-transmission time, (1500 + 24) * 8 / 10 Mbit/s = 1.2192 ms, per departure.
-It passes target (5 ms) at about the 5th departure; CoDel drops the head
-once it has stayed above target for an interval (100 ms), i.e. at about the
-87th departure (106 ms), then interval / sqrt(count) later each time (70.7,
-57.7 ms, ...) until the queue is gone after about 244 ms."""
+them as fast as it can), so the head's sojourn time is the time since the
+first departure. It passes target (5 ms) at once; CoDel drops the head once
+it has stayed above target for an interval (100 ms), i.e. about 105 ms after
+the first departure, then interval / sqrt(count) after each drop: 100, 70.7,
+57.7, 50 ms, ... The times are checked on the output pcap's transmit
+timestamps (a drop happens in the dequeue that sends the next packet), not
+on packet indices: on a loaded machine the port may send below line rate."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,7 +20,20 @@ from test_router_pcap import check_invariants
 ROUTES = "10.9.0.0/16 port 1 mac 02:00:00:00:09:01\n"
 RUN = "run: {stop_when_idle_ms: 300, stats_interval_s: 0, burst: 64, occupancy_interval_us: 2000}"
 N = 200
-TX_S = (1500 + 24) * 8 / 10e6
+
+
+def check_control_law(out, signalled: list[int]) -> None:
+    """`signalled`: the sequence numbers CoDel dropped or marked, in order."""
+    t0 = out[0].ts
+    when = {}  # seq -> time (ms after the first departure) of the dequeue that signalled it
+    for f in out:
+        for s in signalled:
+            if s not in when and seq_of(f) >= s:
+                when[s] = (f.ts - t0) * 1e3
+    times = [when[s] for s in signalled if s in when]
+    assert 104 <= times[0] <= 130, times  # target 5 ms + interval 100 ms
+    for count, (a, b) in enumerate(zip(times, times[1:]), start=1):
+        assert abs((b - a) - 100 / count ** 0.5) <= 10, times  # interval / sqrt(count)
 
 
 def frames(tos: int = 0) -> list[bytes]:
@@ -39,15 +53,8 @@ def test_codel_drops_at_dequeue_after_an_interval_above_target(tmp_path: Path) -
     q = r.queue(1)
     assert q["arrived"] == N and q["dropped_on_arrival"] == 0 and q["evicted"] == 0
     assert q["dropped_at_dequeue"] == len(dropped) == q["drops_sojourn_time"]
-    # The control law: nothing before ~interval + target of standing queue,
-    # then drops interval/sqrt(count) apart (~58 departures, then ~47, ...):
-    # 3 drops for this backlog (allow one either way for timing jitter).
-    assert 2 <= len(dropped) <= 4, dropped
-    first = dropped[0]
-    assert abs(first - (0.005 + 0.100) / TX_S) <= 8, dropped
-    if len(dropped) >= 2:
-        gap = dropped[1] - dropped[0]
-        assert abs(gap - 0.100 / 2 ** 0.5 / TX_S) <= 8, dropped
+    assert len(dropped) >= 2, dropped
+    check_control_law(r.out[1], dropped)
     assert all(f.ip_checksum_ok and f.ttl == 63 for f in r.out[1])
     assert r.meta["ports"][1]["ns_per_tick"] == 1
     # CoDel's own state beside the occupancy (scheme_stats.csv): the sojourn
@@ -71,6 +78,7 @@ def test_codel_with_ecn_marks_the_head_instead(tmp_path: Path) -> None:
     ce = [seq_of(f) for f in out if f.ecn == 3]
     q = r.queue(1)
     assert q["dropped_at_dequeue"] == 0 and q["marked"] == len(ce) == q["marks_sojourn_time"]
-    assert 2 <= len(ce) <= 4 and abs(ce[0] - (0.005 + 0.100) / TX_S) <= 8, ce
+    assert len(ce) >= 2, ce
+    check_control_law(out, ce)
     assert all(f.ip_checksum_ok for f in out)
     check_invariants(r)
