@@ -115,7 +115,9 @@ output: {{dir: {out}}}
         if int(r["port"]) in (0, 1):
             by_t[float(r["time_s"])] = by_t.get(float(r["time_s"]), 0) + int(r["rx_packets"])
     ts = sorted(t for t in by_t if t <= seconds + 0.01)
-    t0 = min(ts, key=lambda t: abs(t - 1.0))
+    if len(ts) < 2:
+        raise RuntimeError(f"{mode}: only {len(ts)} stats rows in {seconds} s (machine too loaded? use more --seconds)")
+    t0 = min(ts[:-1], key=lambda t: abs(t - 1.0))  # skip the first second (start-up)
     t1 = ts[-1]
     pps = (by_t[t1] - by_t[t0]) / (t1 - t0)
     meta = yaml.safe_load((out / "metadata.yaml").read_text())
