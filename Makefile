@@ -2,15 +2,16 @@
 #   make          build the emulator, tests and benchmarks (Release)
 #   make demo     the main job: a lab experiment on real TCP through the emulator (root), CSVs + PNGs
 #   make demo-virtual  the virtual-time scheduler comparison, CSVs + PNGs
-#   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI, lab, kmod VMs)
-#   make bench    Google Benchmark: engine speed (router packet-hops/s)
+#   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI, lab, router, kmod VMs)
+#   make bench    Google Benchmark: engine speed (router packet-hops/s), router-mode hot path (cycles/packet)
+#   make bench-router   flexplane-router vs dpdk-testpmd on the same devices (Mpps, 1 and 2 cores; root)
 #   make list     schemes and their parameters
 #   make kmod     the endpoint kernel module, its tc plugin and fp_rr (build/kmod; docs/kmod.md)
 BUILD   ?= build
 GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 RESULTS ?= results/scheduler_comparison
 
-.PHONY: all build deps demo demo-virtual test bench list kmod clean
+.PHONY: all build deps demo demo-virtual test bench bench-router list kmod clean
 
 all: build
 
@@ -36,6 +37,11 @@ BENCH_ARGS ?= --benchmark_repetitions=5 --benchmark_enable_random_interleaving=t
 BENCH_FILTER ?= .
 bench: build
 	@$(BUILD)/flexplane_bench --benchmark_counters_tabular=true --benchmark_filter='$(BENCH_FILTER)' $(BENCH_ARGS)
+	@$(BUILD)/router_bench --benchmark_counters_tabular=true --benchmark_filter='$(BENCH_FILTER)' $(BENCH_ARGS)
+
+# Whole-process forwarding rates (docs/performance.md "Router mode").
+bench-router: build
+	@.venv/bin/python scripts/bench_router.py --bin $(BUILD)/flexplane-router $(BENCH_ROUTER_ARGS)
 
 kmod: deps
 	@$(MAKE) -s -C kmod OUT=$(abspath $(BUILD))/kmod

@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS=${JOBS:-$(nproc)}
-SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli lab plots fuzz kbuild asan-ubsan tsan kmod-vm"}
+SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli lab router plots fuzz kbuild asan-ubsan tsan kmod-vm"}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0; failed=0; failed_names=()
 
@@ -37,13 +37,20 @@ unit() {
 cli() {
   [[ -x build/flexplane-emulator && -x build/flexplane-endpoint ]] ||
     configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
-  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/ --ignore=tests/lab
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/ --ignore=tests/lab --ignore=tests/router
 }
 
 lab() {  # the lab (netns backend): NFQUEUE endpoint on real packets, a real-TCP run, teardown, bad files
   [[ -x build/flexplane-nfq-endpoint && -x build/flexplane-workload && -x build/flexplane-emulator ]] ||
     configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
   FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/lab
+}
+
+# flexplane-router end to end: pcap in -> pcap out per scheme, and real TCP
+# between network namespaces through it (tests/router; needs root).
+router() {
+  [[ -x build/flexplane-router ]] || configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/router
 }
 
 plots() { .venv/bin/python -m pytest -q plots/; }
@@ -68,6 +75,7 @@ kmod_vm() { kmod/vm/run.sh build; }                # flexplane.ko in Debian's ke
 run_suite unit unit
 run_suite cli cli
 run_suite lab lab
+run_suite router router
 run_suite plots plots
 run_suite fuzz fuzz
 run_suite kbuild kbuild

@@ -1,0 +1,194 @@
+#include "router/config.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "emulator/config/yaml_util.h"
+#include "router/ipv4.h"
+
+namespace flexplane::router {
+
+namespace fs = std::filesystem;
+using namespace yaml;
+
+namespace {
+
+// The emulator's per-level router keys (emulator/config.cc apply_router_level,
+// not exported there yet): a scheme preset, components with parameters, or a
+// generic router. Naming another scheme or component starts it afresh.
+void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path) {
+  if (node.IsScalar()) {
+    if (node.Scalar() != spec.name) spec.params = ParamValues{};
+    spec.name = node.Scalar();
+    return;
+  }
+  require_map(node, file, path);
+  if (node["name"]) {
+    const std::string name = get_string(node, "name", "", file, path);
+    if (name != spec.name) spec.params = ParamValues{};
+    spec.name = name;
+  }
+  for (auto& kv : to_params(node, "name", file, path).entries) spec.params.set(kv.first, kv.second);
+}
+
+void apply_scheme_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
+  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router"}, file, path);
+  if (node["scheme"]) {
+    const std::string scheme = get_string(node, "scheme", "", file, path);
+    if (scheme != spec.scheme) spec.classifier = spec.queue_manager = spec.scheduler = ComponentSpec{};
+    spec.scheme = scheme;
+  }
+  if (node["classifier"]) parse_component(node["classifier"], spec.classifier, file, path + ".classifier");
+  if (node["queue_manager"]) parse_component(node["queue_manager"], spec.queue_manager, file, path + ".queue_manager");
+  if (node["scheduler"]) parse_component(node["scheduler"], spec.scheduler, file, path + ".scheduler");
+  if (node["router"]) {
+    ComponentSpec generic;
+    parse_component(node["router"], generic, file, path + ".router");
+    spec.router = generic.name;
+    spec.router_params = generic.params;
+  }
+  spec.where = where(file, node, path);
+}
+
+void apply_port_level(const YAML::Node& node, PortSettings& s, const std::string& file, const std::string& path) {
+  if (!node || node.IsNull()) return;
+  check_keys(node, {"ip", "mac", "rate_mbps", "mtu_bytes", "router"}, file, path);
+  if (node["ip"]) {
+    const std::string v = get_string(node, "ip", "", file, path);
+    if (!parse_prefix(v, &s.ip, &s.prefix_length) || s.prefix_length == 0 || s.prefix_length > 30 ||
+        ipv4::martian_source(s.ip))
+      throw ConfigError(where(file, node["ip"], path + ".ip") + ": '" + v +
+                        "' is not a unicast address with a prefix length 1..30 (e.g. 10.1.0.1/24)");
+    const uint32_t host = s.ip & ~(~0u << (32 - s.prefix_length));
+    if (host == 0 || host == ~(~0u << (32 - s.prefix_length)))
+      throw ConfigError(where(file, node["ip"], path + ".ip") + ": '" + v + "' is the subnet's network or broadcast address");
+    s.has_ip = true;
+  }
+  if (node["mac"]) {
+    const std::string v = get_string(node, "mac", "", file, path);
+    if (!parse_mac(v, &s.mac) || (s.mac[0] & 1))
+      throw ConfigError(where(file, node["mac"], path + ".mac") + ": '" + v + "' is not a unicast MAC address");
+    s.has_mac = true;
+  }
+  s.rate_mbps = get_double(node, "rate_mbps", s.rate_mbps, 0, 1e7, file, path);
+  s.mtu_bytes = static_cast<uint32_t>(get_uint(node, "mtu_bytes", s.mtu_bytes, 68, 9000, file, path));
+  if (node["router"]) apply_scheme_level(node["router"], s.scheme, file, path + ".router");
+  s.where = where(file, node, path);
+}
+
+}  // namespace
+
+PortSettings RouterConfig::port(uint16_t id) const {
+  PortSettings s;
+  s.scheme = default_scheme;
+  s.where = file + ": ports." + std::to_string(id);
+  apply_port_level(default_port, s, file, "ports.default");
+  auto it = port_nodes.find(id);
+  if (it != port_nodes.end()) apply_port_level(it->second, s, file, "ports." + std::to_string(id));
+  if (s.scheme.where.empty()) s.scheme.where = file + ": router";
+  return s;
+}
+
+void RouterConfig::check_ports(uint16_t num_ports) const {
+  for (const auto& [id, node] : port_nodes)
+    if (id >= num_ports)
+      throw ConfigError(where(file, node, "ports." + std::to_string(id)) + ": no such port (the EAL arguments created " +
+                        std::to_string(num_ports) + " port" + (num_ports == 1 ? "" : "s") + ")");
+}
+
+RouterConfig parse_config(const YAML::Node& root, const std::string& file, const std::string& base_dir) {
+  RouterConfig c;
+  c.file = file;
+  c.resolved = YAML::Clone(root);
+  if (!root.IsMap()) throw ConfigError(file + ": expected a mapping at the top level");
+  check_keys(root, {"name", "seed", "router", "ports", "routes", "run", "output", "description"}, file, "");
+  c.name = get_string(root, "name", "router", file, "name");
+  if (c.name.empty() || c.name.find_first_of(", \t\n\"") != std::string::npos)
+    throw ConfigError(where(file, root["name"], "name") + ": '" + c.name + "' must be non-empty, without commas or spaces");
+  c.seed = get_uint(root, "seed", 1, 0, UINT64_MAX, file, "seed");
+
+  c.default_scheme.where = file + ": router (default droptail)";
+  if (const YAML::Node n = root["router"]) apply_scheme_level(n, c.default_scheme, file, "router");
+
+  if (const YAML::Node n = root["ports"]) {
+    require_map(n, file, "ports");
+    for (const auto& kv : n) {
+      const std::string key = kv.first.as<std::string>();
+      if (key == "default") {
+        c.default_port = kv.second;
+        continue;
+      }
+      if (key.empty() || key.size() > 4 || key.find_first_not_of("0123456789") != std::string::npos)
+        throw ConfigError(where(file, kv.first, "ports." + key) + ": ports are 'default' or a DPDK port id (0, 1, ...)");
+      c.port_nodes[static_cast<uint16_t>(std::stoul(key))] = kv.second;
+    }
+  }
+  // Check every level now (bad keys, values, schemes and their parameters), so
+  // a typo fails before EAL starts.
+  {
+    PortSettings probe;
+    probe.scheme = c.default_scheme;
+    apply_port_level(c.default_port, probe, file, "ports.default");
+    build_router(probe.scheme);
+  }
+  std::map<uint32_t, uint16_t> subnet_owner;
+  for (const auto& [id, node] : c.port_nodes) {
+    const PortSettings s = c.port(id);
+    build_router(s.scheme);
+    if (s.has_ip) {
+      for (const auto& [other, pid] : subnet_owner) {
+        (void)other;
+        const PortSettings o = c.port(pid);
+        const uint8_t len = std::min(o.prefix_length, s.prefix_length);
+        const uint32_t mask = ~0u << (32 - len);
+        if ((o.ip & mask) == (s.ip & mask))
+          throw ConfigError(where(file, node["ip"], "ports." + std::to_string(id) + ".ip") + ": subnet overlaps port " +
+                            std::to_string(pid) + "'s " + ipv4_str(o.ip) + "/" + std::to_string(o.prefix_length));
+      }
+      subnet_owner[s.ip] = id;
+    }
+  }
+
+  if (root["routes"]) {
+    const std::string rel = get_string(root, "routes", "", file, "routes");
+    c.routes_file = fs::path(rel).is_absolute() ? rel : (fs::path(base_dir) / rel).string();
+    load_routes(c.routes_file);  // syntax errors now; next hops are checked against the ports after EAL start
+  }
+
+  const YAML::Node run = root["run"] ? root["run"] : YAML::Node(YAML::NodeType::Map);
+  check_keys(run, {"burst", "stats_interval_s", "occupancy_interval_us", "duration_s", "stop_when_idle_ms",
+                   "drain_timeout_ms", "idle_sleep_us", "queueing", "wire_overhead_bytes", "pacing_slack_us",
+                   "watch_routes", "ring_size", "mbufs"},
+             file, "run");
+  RunSettings& r = c.run;
+  r.burst = static_cast<uint32_t>(get_uint(run, "burst", r.burst, 1, 512, file, "run"));
+  r.stats_interval_s = get_double(run, "stats_interval_s", r.stats_interval_s, 0, 3600, file, "run");
+  r.occupancy_interval_us = get_double(run, "occupancy_interval_us", r.occupancy_interval_us, 0, 1e9, file, "run");
+  r.duration_s = get_double(run, "duration_s", r.duration_s, 0, 1e7, file, "run");
+  r.stop_when_idle_ms = get_double(run, "stop_when_idle_ms", r.stop_when_idle_ms, 0, 1e7, file, "run");
+  r.drain_timeout_ms = get_double(run, "drain_timeout_ms", r.drain_timeout_ms, 0, 1e7, file, "run");
+  r.idle_sleep_us = static_cast<uint32_t>(get_uint(run, "idle_sleep_us", r.idle_sleep_us, 0, 1000000, file, "run"));
+  r.queueing = get_bool(run, "queueing", r.queueing, file, "run");
+  r.wire_overhead_bytes = static_cast<uint32_t>(get_uint(run, "wire_overhead_bytes", r.wire_overhead_bytes, 0, 256, file, "run"));
+  r.pacing_slack_us = get_double(run, "pacing_slack_us", r.pacing_slack_us, 0, 1e6, file, "run");
+  r.watch_routes = get_bool(run, "watch_routes", r.watch_routes, file, "run");
+  r.ring_size = static_cast<uint32_t>(get_uint(run, "ring_size", r.ring_size, 64, 1u << 20, file, "run"));
+  if (r.ring_size & (r.ring_size - 1))
+    throw ConfigError(where(file, run["ring_size"], "run.ring_size") + ": " + std::to_string(r.ring_size) +
+                      " is not a power of two");
+  r.mbufs = static_cast<uint32_t>(get_uint(run, "mbufs", r.mbufs, 0, 1u << 24, file, "run"));
+
+  if (const YAML::Node n = root["output"]) {
+    check_keys(n, {"dir"}, file, "output");
+    c.output_dir = get_string(n, "dir", "", file, "output");
+  }
+  if (c.output_dir.empty()) c.output_dir = "results/" + fs::path(file).stem().string();
+  return c;
+}
+
+RouterConfig load_config(const std::string& path) {
+  const YAML::Node root = load_file(path);
+  return parse_config(root, path, fs::absolute(path).parent_path().string());
+}
+
+}  // namespace flexplane::router
