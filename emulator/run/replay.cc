@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "emulator/output/live_records.h"
+#include "emulator/output/output.h"
 #include "emulator/run/setup.h"
 
 namespace flexplane {
@@ -17,6 +18,8 @@ namespace {
 
 int replay_impl(const ReplayArgs& a) {
   RunConfig c = pick_run(a.config, a.variant);
+  const std::string out_dir = a.out_dir.empty() ? c.output_dir : a.out_dir;
+  prepare_output_dir(out_dir);  // before reading the arrivals and replaying them, not after
   const uint32_t cores = a.cores ? a.cores : c.cores;
   std::vector<RecordedArrival> arrivals = read_arrivals_csv(a.arrivals);
   for (const auto& x : arrivals)
@@ -34,8 +37,6 @@ int replay_impl(const ReplayArgs& a) {
   ReplayTraffic replay(c.topology, std::move(arrivals), c.live.endpoint_queue_pkts, cores);
   Engine engine(c.topology, std::move(routers), replay, engine_options(c, cores));
   engine.run(static_cast<Timeslot>(end));
-  const std::string out_dir = a.out_dir.empty() ? c.output_dir : a.out_dir;
-  fs::create_directories(out_dir);
   const std::vector<LiveVerdict> v = replay.verdicts();
   write_verdicts_csv((fs::path(out_dir) / "verdicts.csv").string(), v);
   std::printf("replay: %zu arrivals, %zu verdicts, %" PRId64 " timeslots on %u core(s) -> %s\n", n, v.size(), end,
