@@ -39,7 +39,8 @@ class RouterTrace:
     ports: int
     times: array.array      # 'Q': sampled timeslots, n values
     packets: array.array    # 'I': n * ports values, row-major (sample, port)
-    bytes: array.array      # 'I': the same in bytes (saturating at 2^32 - 1)
+    bytes: array.array      # 'I': the same in bytes (saturating at 2^32 - 1); empty if packet_bytes > 0
+    packet_bytes: int = 0   # > 0: every queued packet had this size, so bytes = packets * packet_bytes
 
     @property
     def samples(self) -> int:
@@ -49,7 +50,12 @@ class RouterTrace:
         return list(self.packets[port::self.ports])
 
     def port_bytes(self, port: int) -> List[int]:
+        if self.packet_bytes:
+            return [min(x * self.packet_bytes, 2**32 - 1) for x in self.packets[port::self.ports]]
         return list(self.bytes[port::self.ports])
+
+    def bytes_at(self, i: int) -> int:
+        return min(self.packets[i] * self.packet_bytes, 2**32 - 1) if self.packet_bytes else self.bytes[i]
 
 
 @dataclass
@@ -95,9 +101,12 @@ def read_occupancy_bin(path: Path) -> Occupancy:
         offset += 8 * n
         packets = _array("I", data, offset, n * ports, path)
         offset += 4 * n * ports
-        nbytes = _array("I", data, offset, n * ports, path)
-        offset += 4 * n * ports
-        occ.routers.append(RouterTrace(r["name"], r["tier"], ports, times, packets, nbytes))
+        packet_bytes = int(r.get("packet_bytes", 0))
+        nbytes = array.array("I")
+        if not packet_bytes:
+            nbytes = _array("I", data, offset, n * ports, path)
+            offset += 4 * n * ports
+        occ.routers.append(RouterTrace(r["name"], r["tier"], ports, times, packets, nbytes, packet_bytes))
     if offset != len(data):
         raise OccupancyError(f"{path}: {len(data) - offset} bytes after the last router")
     return occ
@@ -130,7 +139,7 @@ def read_long(path: Path) -> Dict[str, list]:
     for ri, r in enumerate(occ.routers):
         for i, t in enumerate(r.times):
             for p in range(r.ports):
-                rows.append((t, ri, p, r.packets[i * r.ports + p], r.bytes[i * r.ports + p]))
+                rows.append((t, ri, p, r.packets[i * r.ports + p], r.bytes_at(i * r.ports + p)))
     rows.sort()
     us = occ.timeslot_ns / 1000.0
     return {"timeslot": [float(x[0]) for x in rows], "time_us": [x[0] * us for x in rows],
@@ -142,15 +151,16 @@ def write_occupancy_bin(path: Path, occ: Occupancy) -> None:
     """Writes `occ` in the emulator's binary layout (tests, conversions)."""
     routers = []
     for r in occ.routers:
-        if len(r.packets) != r.samples * r.ports or len(r.bytes) != r.samples * r.ports:
+        if len(r.packets) != r.samples * r.ports or (not r.packet_bytes and len(r.bytes) != r.samples * r.ports):
             raise ValueError(f"router {r.name}: {r.samples} samples x {r.ports} ports needs that many values")
-        routers.append({"name": r.name, "tier": r.tier, "ports": r.ports, "samples": r.samples})
+        routers.append({"name": r.name, "tier": r.tier, "ports": r.ports, "samples": r.samples,
+                        "packet_bytes": r.packet_bytes})
     header = json.dumps({"format": "flexplane-occupancy", "version": 1, "timeslot_ns": occ.timeslot_ns,
                          "interval_timeslots": occ.interval_timeslots, "routers": routers}).encode() + b"\n"
     with open(path, "wb") as fh:
         fh.write(MAGIC + struct.pack("<I", len(header)) + header)
         for r in occ.routers:
-            for code, values in (("Q", r.times), ("I", r.packets), ("I", r.bytes)):
+            for code, values in (("Q", r.times), ("I", r.packets), ("I", [] if r.packet_bytes else r.bytes)):
                 a = array.array(code, values)
                 if sys.byteorder != "little":
                     a.byteswap()

@@ -212,6 +212,7 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   Timeslot sample_every = 0;
   bool keep_samples = true;
   OccupancyTrace occupancy;
+  std::vector<uint32_t> byte_row;  // scratch: one sample's bytes per port
   EndpointGroupNode* rack = nullptr;  // the endpoints on this router's ports, if any
   bool trusted = false;               // router->one_packet_per_port()
   PortId rack_end = 0;                // ports below this all lead to the rack ...
@@ -313,28 +314,38 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     const QueueBank& b = router->bank();
     OccupancyTrace& o = occupancy;
     ++o.samples;
-    uint32_t* row_pkts = nullptr;
-    uint32_t* row_bytes = nullptr;
-    if (keep_samples) {
-      o.times.push_back(now);
-      const size_t at = o.packets.size();
-      o.packets.resize(at + o.ports);
-      o.bytes.resize(at + o.ports);
-      row_pkts = o.packets.data() + at;
-      row_bytes = o.bytes.data() + at;
-    }
     for (PortId p = 0; p < o.ports; ++p) {
       const uint32_t pkts = b.port_packets(p);
       std::vector<uint64_t>& h = o.histogram[p];
       if (pkts >= h.size()) [[unlikely]] h.resize(std::max<size_t>(pkts + 1, 2 * h.size()));
       ++h[pkts];
-      if (!row_pkts) continue;
+    }
+    if (!keep_samples) return sample_stats(now);
+    o.times.push_back(now);
+    const size_t at = o.packets.size();
+    o.packets.resize(at + o.ports);
+    uint32_t* row = o.packets.data() + at;
+    bool uniform = o.packet_bytes != 0;
+    for (PortId p = 0; p < o.ports; ++p) {
+      row[p] = b.port_packets(p);
       uint64_t bytes = 0;
       for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(p, q);
-      row_pkts[p] = pkts;
-      row_bytes[p] = static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
+      byte_row[p] = static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
+      uniform = uniform && bytes == uint64_t{row[p]} * o.packet_bytes;
     }
+    if (uniform) return sample_stats(now);
+    if (o.packet_bytes) {  // the first mixed sizes: spell out the rows so far
+      o.bytes.resize(at);
+      for (size_t i = 0; i < at; ++i) o.bytes[i] = o.bytes_at(i);
+      o.packet_bytes = 0;
+    }
+    o.bytes.insert(o.bytes.end(), byte_row.begin(), byte_row.end());
+    sample_stats(now);
+  }
+
+  void sample_stats(Timeslot now) {
     if (!has_stats) return;
+    const QueueBank& b = router->bank();
     struct ToCore final : StatsOut {
       std::vector<SchemeStatSample>& out;
       SchemeStatSample s;
@@ -413,6 +424,8 @@ void Engine::build(Traffic& traffic) {
     node->sample_every = options_.occupancy_interval;
     node->keep_samples = options_.occupancy_samples;
     node->occupancy.ports = spec.num_ports;
+    node->occupancy.packet_bytes = options_.mtu_bytes;
+    node->byte_row.assign(spec.num_ports, 0);
     node->occupancy.histogram.assign(options_.occupancy_interval ? spec.num_ports : 0, std::vector<uint64_t>(64, 0));
     node->trusted = routers_[r]->one_packet_per_port();
     node->out.assign(spec.num_ports, nullptr);
@@ -635,7 +648,6 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
       const uint64_t want = std::min<uint64_t>(o.times.size() + rows, (uint64_t{1} << 26) / std::max<uint16_t>(o.ports, 1));
       o.times.reserve(want);
       o.packets.reserve(want * o.ports);
-      o.bytes.reserve(want * o.ports);
     }
   }
   start_slot_ = begin;
@@ -738,7 +750,7 @@ std::vector<OccupancySample> Engine::occupancy() const {
     const OccupancyTrace& o = n->occupancy;
     for (size_t i = 0; i < o.times.size(); ++i)
       for (PortId p = 0; p < o.ports; ++p)
-        all.push_back(OccupancySample{o.times[i], n->id, p, o.packets[i * o.ports + p], o.bytes[i * o.ports + p]});
+        all.push_back(OccupancySample{o.times[i], n->id, p, o.packets[i * o.ports + p], o.bytes_at(i * o.ports + p)});
   }
   std::sort(all.begin(), all.end(), [](const OccupancySample& a, const OccupancySample& b) {
     return std::tie(a.time, a.router, a.port) < std::tie(b.time, b.router, b.port);

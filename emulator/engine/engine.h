@@ -18,6 +18,7 @@
 //    the registry, traffic from a Traffic implementation.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -84,8 +85,16 @@ struct OccupancyTrace {
   uint64_t samples = 0;                // taken (also when not kept)
   std::vector<Timeslot> times;         // kept samples' timeslots
   std::vector<uint32_t> packets;       // [sample * ports + port]: all queues of the port together
-  std::vector<uint32_t> bytes;         // the same in bytes, saturating at 2^32 - 1
+  // Bytes: while every queued packet has the same size (virtual-time flows:
+  // the abstract packet's), only that size is kept (packet_bytes > 0, `bytes`
+  // empty); the first sample that differs spells out every row in `bytes`.
+  uint32_t packet_bytes = 0;
+  std::vector<uint32_t> bytes;         // [sample * ports + port], saturating at 2^32 - 1 (if packet_bytes == 0)
   std::vector<std::vector<uint64_t>> histogram;  // [port][backlog in packets]: samples that saw it
+  uint32_t bytes_at(size_t i) const {
+    return packet_bytes ? static_cast<uint32_t>(std::min<uint64_t>(uint64_t{packets[i]} * packet_bytes, UINT32_MAX))
+                        : bytes[i];
+  }
 };
 
 // One value of a router's scheme statistics (api/scheme_stats.h).

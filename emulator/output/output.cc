@@ -121,7 +121,8 @@ void put(FILE* f, const void* data, size_t bytes, const std::string& path) {
 
 // Layout (docs/output-format.md, plots/occupancy_io.py): magic, header length,
 // JSON header, then per router (header order) times[n] u64, packets[n][ports]
-// u32, bytes[n][ports] u32, little-endian. Written as the engine holds it: no
+// u32 and, unless the header gives the router a packet_bytes, bytes[n][ports]
+// u32; little-endian. Written as the engine holds it: no
 // sorting, no formatting, three fwrite calls per router.
 void write_occupancy_bin(const std::string& path, double timeslot_ns, Timeslot interval, const Engine& engine) {
   static_assert(std::endian::native == std::endian::little, "occupancy.bin is little-endian");
@@ -134,7 +135,8 @@ void write_occupancy_bin(const std::string& path, double timeslot_ns, Timeslot i
     const auto& spec = engine.topology().routers[i];
     h += std::string(i ? ", " : "") + "{\"name\": \"" + json_escape(spec.name) + "\", \"tier\": \"" +
          json_escape(spec.tier) + "\", \"ports\": " + std::to_string(o.ports) +
-         ", \"samples\": " + std::to_string(o.times.size()) + "}";
+         ", \"samples\": " + std::to_string(o.times.size()) +
+         ", \"packet_bytes\": " + std::to_string(o.packet_bytes) + "}";
   }
   h += "]}\n";
   const char magic[8] = {'F', 'P', 'O', 'C', 'C', '1', '\n', '\0'};
@@ -146,7 +148,7 @@ void write_occupancy_bin(const std::string& path, double timeslot_ns, Timeslot i
     const OccupancyTrace& o = engine.occupancy_trace(i);
     put(out.f, o.times.data(), o.times.size() * sizeof(Timeslot), path);
     put(out.f, o.packets.data(), o.packets.size() * sizeof(uint32_t), path);
-    put(out.f, o.bytes.data(), o.bytes.size() * sizeof(uint32_t), path);
+    if (!o.packet_bytes) put(out.f, o.bytes.data(), o.bytes.size() * sizeof(uint32_t), path);
   }
   if (std::fflush(out.f) != 0) throw std::runtime_error(path + ": write failed");
 }
@@ -171,7 +173,7 @@ void write_occupancy_csv(const std::string& path, double timeslot_ns, const Engi
   for (size_t i = 0; i < first.times.size(); ++i)
     for (uint32_t r = 0; r < engine.num_routers(); ++r) {
       const OccupancyTrace& o = engine.occupancy_trace(r);
-      for (PortId p = 0; p < o.ports; ++p) row(o.times[i], r, p, o.packets[i * o.ports + p], o.bytes[i * o.ports + p]);
+      for (PortId p = 0; p < o.ports; ++p) row(o.times[i], r, p, o.packets[i * o.ports + p], o.bytes_at(i * o.ports + p));
     }
 }
 
