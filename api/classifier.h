@@ -18,10 +18,9 @@ class ClassifierBase : public ComponentBase {
  public:
   // Queues per port this classifier uses (1..64); decides the bank's shape.
   virtual uint16_t num_queues() const { return 1; }
-  // Writes queues[i] for each packet; returns how many are out of range
-  // (those get kBadQueue).
-  virtual uint32_t classify_batch(const Packet* pkts, const PortId* ports, QueueId* queues, uint32_t n) = 0;
-  static constexpr QueueId kBadQueue = 0xFF;
+  // Writes queues[i] for each packet; returns whether any is out of range
+  // (>= the bank's queues per port: the router drops those).
+  virtual bool classify_batch(const Packet* pkts, const PortId* ports, QueueId* queues, uint32_t n) = 0;
 };
 
 template <class Derived, class P>
@@ -32,15 +31,14 @@ class Classifier : public ClassifierBase, public Configured<P> {
     static_cast<Derived*>(this)->on_bind();
   }
   bool uses_enqueue_time() const override { return uses_enqueue_time_v<Derived>(); }
-  uint32_t classify_batch(const Packet* pkts, const PortId* ports, QueueId* queues, uint32_t n) final {
+  bool classify_batch(const Packet* pkts, const PortId* ports, QueueId* queues, uint32_t n) final {
     auto* self = static_cast<Derived*>(this);
     const uint32_t limit = this->env_.shape.queues_per_port;
-    uint32_t bad = 0;
+    bool bad = false;
     for (uint32_t i = 0; i < n; ++i) {
       const QueueId q = self->classify(pkts[i], ports[i]);
-      const bool ok = q < limit;
-      queues[i] = ok ? q : kBadQueue;
-      bad += !ok;
+      queues[i] = q;
+      bad |= q >= limit;
     }
     return bad;
   }

@@ -105,7 +105,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
       ports_[m++] = port;
     }
     if (!m) return;
-    if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m) != 0, 0))
+    if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m), 0))
       m = drop_unclassified(pkts, m);
     if (m) qm_->enqueue_batch(pkts, ports_.data(), queues_.data(), m, now, verdicts_);
   }
@@ -115,7 +115,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   uint32_t drop_unclassified(Packet* pkts, uint32_t n) {
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      if (queues_[i] == ClassifierBase::kBadQueue) {
+      if (queues_[i] >= bank_.queues_per_port()) {
         verdicts_.drop_unqueued(pkts[i], ports_[i], Reason::kClassifierRange);
         continue;
       }

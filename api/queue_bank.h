@@ -51,6 +51,7 @@ class alignas(kCacheLine) QueueBank {
     slots_.reset(nq * stride_);
     stamps_.reset(keep_enqueue_time ? new Timeslot[nq * stride_] : nullptr);
     queues_.assign(nq, QueueState{});
+    reasons_.assign(nq, ByReason{});
     ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
   }
@@ -75,7 +76,6 @@ class alignas(kCacheLine) QueueBank {
     assert(stamps_ && index < queue(port, q).count);
     return stamps_[slot_index(port, q, queue(port, q).head + index)];
   }
-
   // Append to the tail. Returns false (and changes nothing) when the queue is at
   // capacity; the framework then drops the packet with Reason::kBankOverflow.
   bool push(PortId port, QueueId q, const Packet& p) {
@@ -86,7 +86,7 @@ class alignas(kCacheLine) QueueBank {
     if (stamps_) stamps_[at] = now_;
     ++s.count;
     s.bytes += p.size_bytes;
-    ++s.counters.enqueued;
+    ++s.enqueued;
     ++settled_;
     PortState& ps = ports_[port];
     ps.mask |= 1ull << q;
@@ -110,7 +110,7 @@ class alignas(kCacheLine) QueueBank {
     assert(s.count > 0);
     Packet p = slot(port, q, s.head);
     ++s.head;
-    ++s.counters.dequeued;
+    ++s.dequeued;
     after_remove(port, q, s, p);
     return p;
   }
@@ -118,7 +118,7 @@ class alignas(kCacheLine) QueueBank {
   // Dequeue the packet `index` places behind the head (counted as dequeued).
   Packet pop_at(PortId port, QueueId q, uint32_t index) {
     Packet p = remove_at(port, q, index);
-    ++counters(port, q).dequeued;
+    ++queue(port, q).dequeued;
     return p;
   }
 
@@ -143,8 +143,40 @@ class alignas(kCacheLine) QueueBank {
     return p;
   }
 
-  QueueCounters& counters(PortId port, QueueId q) { return queue(port, q).counters; }
-  const QueueCounters& counters(PortId port, QueueId q) const { return queue(port, q).counters; }
+  // The counters of (port, q), assembled for reading (outputs, tests).
+  QueueCounters counters(PortId port, QueueId q) const {
+    const QueueState& s = queue(port, q);
+    QueueCounters c;
+    c.arrived = s.arrived;
+    c.enqueued = s.enqueued;
+    c.dequeued = s.dequeued;
+    c.dropped_on_arrival = s.dropped_on_arrival;
+    c.dropped_at_dequeue = s.dropped_at_dequeue;
+    c.evicted = s.evicted;
+    c.marked = s.marked;
+    const ByReason& r = reasons_[index(port, q)];
+    for (unsigned i = 0; i < kNumReasons; ++i) {
+      c.drops[i] = r.drops[i];
+      c.marks[i] = r.marks[i];
+    }
+    return c;
+  }
+  uint64_t dequeued(PortId port, QueueId q) const { return queue(port, q).dequeued; }
+
+  // Counting, by the framework only (the enqueue loop, Verdicts).
+  enum class DropStage : uint8_t { kOnArrival, kAtDequeue, kEvicted };
+  void count_arrival(PortId port, QueueId q) { ++queue(port, q).arrived; }
+  void count_drop(PortId port, QueueId q, DropStage stage, Reason r) {
+    QueueState& s = queue(port, q);
+    ++(stage == DropStage::kOnArrival ? s.dropped_on_arrival
+       : stage == DropStage::kAtDequeue ? s.dropped_at_dequeue
+                                        : s.evicted);
+    ++reasons_[index(port, q)].drops[static_cast<unsigned>(r)];
+  }
+  void count_mark(PortId port, QueueId q, Reason r) {
+    ++queue(port, q).marked;
+    ++reasons_[index(port, q)].marks[static_cast<unsigned>(r)];
+  }
 
   // Iterate ports with backlog, in increasing port order: fn(PortId).
   template <class Fn>
@@ -168,13 +200,21 @@ class alignas(kCacheLine) QueueBank {
   Timeslot now() const { return now_; }
 
  private:
-  // State and counters together: a push or pop touches one cache line.
+  // State and the scalar counters together: a push or pop touches one cache
+  // line, and the struct is 128 bytes, so indexing is a shift. Counts by
+  // reason (rarely touched) live apart, in reasons_.
   struct alignas(64) QueueState {
     uint32_t head = 0;  // free-running; masked on access
     uint32_t count = 0;
     uint64_t bytes = 0;
     Timeslot idle_since = 0;
-    QueueCounters counters;
+    uint64_t arrived = 0, enqueued = 0, dequeued = 0;
+    uint64_t dropped_on_arrival = 0, dropped_at_dequeue = 0, evicted = 0, marked = 0;
+  };
+  static_assert(sizeof(QueueState) == 128, "a power of two: queue(port, q) is a shift");
+  struct ByReason {
+    uint64_t drops[kNumReasons] = {};
+    uint64_t marks[kNumReasons] = {};
   };
 
   size_t index(PortId port, QueueId q) const {
@@ -241,6 +281,7 @@ class alignas(kCacheLine) QueueBank {
   cache_vector<PortState> ports_;
   uint64_t settled_ = 0;
   cache_vector<uint64_t> nonempty_ports_;
+  std::vector<ByReason> reasons_;  // per queue; cold, so last: the fields above share two cache lines
 };
 
 }  // namespace flexplane

@@ -56,7 +56,7 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
       // Locals: the stores below may alias the arrays as far as the compiler knows.
       const PortId port = ports[i];
       const QueueId q = queues[i];
-      ++b.counters(port, q).arrived;
+      b.count_arrival(port, q);
       const uint64_t settled = b.settled();
       out.set_context(port, q);
       self->enqueue(pkts[i], port, q, now, out);

@@ -53,9 +53,7 @@ class Verdicts {
   // The arriving packet is refused (not enqueued).
   void drop(const Packet& p, Reason r) {
     bank_->count_refusal();
-    QueueCounters& c = bank_->counters(port_, queue_);
-    ++c.dropped_on_arrival;
-    ++c.drops[static_cast<unsigned>(r)];
+    bank_->count_drop(port_, queue_, QueueBank::DropStage::kOnArrival, r);
     report(p, port_, r);
   }
 
@@ -70,9 +68,7 @@ class Verdicts {
     if (!p.ect()) return false;
     if (!p.ce()) {
       p.flags |= kFlagCe;
-      QueueCounters& c = bank_->counters(port, q);
-      ++c.marked;
-      ++c.marks[static_cast<unsigned>(r)];
+      bank_->count_mark(port, q, r);
     }
     return true;
   }
@@ -81,9 +77,7 @@ class Verdicts {
   // Returns the dropped packet.
   Packet drop_head(PortId port, QueueId q, Reason r) {
     const Packet p = bank_->remove_at(port, q, 0);
-    QueueCounters& c = bank_->counters(port, q);
-    ++c.dropped_at_dequeue;
-    ++c.drops[static_cast<unsigned>(r)];
+    bank_->count_drop(port, q, QueueBank::DropStage::kAtDequeue, r);
     report(p, port, r);
     return p;
   }
@@ -92,9 +86,7 @@ class Verdicts {
   // to make room for another (pFabric, FQ-CoDel's fattest flow).
   void evict(PortId port, QueueId q, uint32_t index, Reason r) {
     const Packet p = bank_->remove_at(port, q, index);
-    QueueCounters& c = bank_->counters(port, q);
-    ++c.evicted;
-    ++c.drops[static_cast<unsigned>(r)];
+    bank_->count_drop(port, q, QueueBank::DropStage::kEvicted, r);
     report(p, port, r);
   }
 

@@ -19,6 +19,7 @@
 #include "emulator/live/live_run.h"
 #include "emulator/output/output.h"
 #include "emulator/run/replay.h"
+#include "emulator/run/setup.h"
 #include "emulator/run/run.h"
 #include "emulator/topology/topology.h"
 #include "emulator/workload/traffic_pattern.h"
@@ -155,7 +156,8 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
-  try {
+  // Errors: a message on stderr; exit status 2 for bad arguments or configuration, 1 otherwise.
+  return exit_status_of([&] {
     if (app.got_subcommand("live")) {
 #ifdef FLEXPLANE_WITH_LIVE
       la.eal_args = eal_args;
@@ -208,11 +210,5 @@ int main(int argc, char** argv) {
       print_summary(r, s);
     }
     return 0;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  }, 1);
 }

@@ -21,37 +21,15 @@ struct CodelParams {
   }
 };
 
-class CodelQueueManager : public QueueManager<CodelQueueManager, CodelParams> {
+class CodelQueueManager : public CodelQueues<CodelQueueManager, CodelParams> {
  public:
-  static constexpr bool kUsesEnqueueTime = true;
+  static constexpr const char* kStatPrefix = "codel";
+  static constexpr bool kStatsOfBackloggedOnly = false;
   uint32_t queue_capacity_pkts() const override { return params().capacity_pkts; }
-  void on_bind() {
-    codel_.configure(time().from_us(params().target_us), time().from_ms(params().interval_ms), shape().mtu_bytes,
-                     params().ecn);
-    vars_.assign(size_t{shape().num_ports} * shape().queues_per_port, CodelVars{});
-  }
 
   void enqueue(Packet& p, PortId port, QueueId q, Timeslot, Verdicts& out) {
     if (!bank().push(port, q, p)) out.drop(p, Reason::kQueueFull);
   }
-  bool dequeue(PortId port, QueueId q, Timeslot now, Packet& out, Verdicts& v) {
-    return codel_.dequeue(bank(), port, q, now, out, v, vars(port, q));
-  }
-
-  std::vector<StatDesc> stat_descs() const override {
-    std::vector<StatDesc> d;
-    Codel::describe(d, "codel");
-    return d;
-  }
-  void sample_stats(PortId port, StatsOut& out) const override {
-    for (QueueId q = 0; q < shape().queues_per_port; ++q)
-      Codel::sample(vars_[size_t{port} * shape().queues_per_port + q], time().to_us(1), 0, q, out);
-  }
-
- private:
-  CodelVars& vars(PortId port, QueueId q) { return vars_[size_t{port} * shape().queues_per_port + q]; }
-  Codel codel_;
-  std::vector<CodelVars> vars_;  // per (port, queue)
 };
 
 FLEXPLANE_REGISTER_QUEUE_MANAGER(CodelQueueManager, "codel", "CoDel: drop at dequeue by sojourn time (RFC 8289)",

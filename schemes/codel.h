@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/queue_bank.h"
+#include "api/queue_manager.h"
 #include "api/scheme_stats.h"
 #include "api/verdicts.h"
 
@@ -101,19 +102,6 @@ class Codel {
     return t + static_cast<double>(interval_) / std::sqrt(static_cast<double>(count));
   }
 
-  // Stats every CoDel queue exports (per queue): see sample().
-  static void describe(std::vector<StatDesc>& out, const char* prefix) {
-    const std::string p(prefix);
-    out.push_back({p + "_sojourn_us", "sojourn time of the last packet sent, us", StatDesc::kPerQueue});
-    out.push_back({p + "_dropping", "1 while in the dropping state", StatDesc::kPerQueue});
-    out.push_back({p + "_count", "drops since the dropping state began", StatDesc::kPerQueue});
-  }
-  static void sample(const CodelVars& s, double us_per_tick, unsigned first, QueueId q, StatsOut& out) {
-    out.put(first, q, static_cast<double>(s.last_sojourn) * us_per_tick);
-    out.put(first + 1, q, s.dropping ? 1 : 0);
-    out.put(first + 2, q, s.count);
-  }
-
  private:
   // RFC 8289 dodequeue()'s test on the head (which the caller then sends or
   // drops): ok to drop once the sojourn time has stayed at or above target
@@ -142,6 +130,51 @@ class Codel {
   Timeslot target_ = 0, interval_ = 1;
   uint64_t maxpacket_ = 1500;
   bool ecn_ = false;
+};
+
+// What the `codel` and `fq_codel` queue managers share: CoDel state per
+// (port, queue), the dequeue hook, and the statistics they export
+// (`<Self::kStatPrefix>_sojourn_us`, `_dropping`, `_count`, per queue). `P`
+// has target_us, interval_ms and ecn; Self writes enqueue() and
+// queue_capacity_pkts().
+template <class Self, class P>
+class CodelQueues : public QueueManager<Self, P> {
+ public:
+  static constexpr bool kUsesEnqueueTime = true;
+
+  void on_bind() {
+    const P& p = this->params();
+    codel_.configure(this->time().from_us(p.target_us), this->time().from_ms(p.interval_ms), this->shape().mtu_bytes,
+                     p.ecn);
+    vars_.assign(size_t{this->shape().num_ports} * this->shape().queues_per_port, CodelVars{});
+  }
+
+  bool dequeue(PortId port, QueueId q, Timeslot now, Packet& out, Verdicts& v) {
+    return codel_.dequeue(this->bank(), port, q, now, out, v, vars(port, q));
+  }
+
+  std::vector<StatDesc> stat_descs() const override {
+    const std::string p(Self::kStatPrefix);
+    return {{p + "_sojourn_us", "sojourn time of the last packet sent, us", StatDesc::kPerQueue},
+            {p + "_dropping", "1 while in the dropping state", StatDesc::kPerQueue},
+            {p + "_count", "drops since the dropping state began", StatDesc::kPerQueue}};
+  }
+  // Every queue, or (Self::kStatsOfBackloggedOnly) those holding packets.
+  void sample_stats(PortId port, StatsOut& out) const override {
+    const double us_per_tick = this->time().to_us(1);
+    for (QueueId q = 0; q < this->shape().queues_per_port; ++q) {
+      if (Self::kStatsOfBackloggedOnly && this->bank().empty(port, q)) continue;
+      const CodelVars& s = vars_[size_t{port} * this->shape().queues_per_port + q];
+      out.put(0, q, static_cast<double>(s.last_sojourn) * us_per_tick);
+      out.put(1, q, s.dropping ? 1 : 0);
+      out.put(2, q, s.count);
+    }
+  }
+
+ private:
+  CodelVars& vars(PortId port, QueueId q) { return vars_[size_t{port} * this->shape().queues_per_port + q]; }
+  Codel codel_;
+  std::vector<CodelVars> vars_;  // per (port, queue)
 };
 
 }  // namespace flexplane

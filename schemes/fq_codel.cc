@@ -28,33 +28,16 @@ struct FqCodelParams {
   }
 };
 
-class FqCodelQueueManager : public QueueManager<FqCodelQueueManager, FqCodelParams> {
+class FqCodelQueueManager : public CodelQueues<FqCodelQueueManager, FqCodelParams> {
  public:
-  static constexpr bool kUsesEnqueueTime = true;
+  static constexpr const char* kStatPrefix = "fq_codel";
+  static constexpr bool kStatsOfBackloggedOnly = true;  // up to 64 queues per port: only the active ones
   // One queue may hold the whole port's limit, plus the arrival that goes over it.
   uint32_t queue_capacity_pkts() const override { return params().limit_pkts + 1; }
-  void on_bind() {
-    codel_.configure(time().from_us(params().target_us), time().from_ms(params().interval_ms), shape().mtu_bytes,
-                     params().ecn);
-    vars_.assign(size_t{shape().num_ports} * shape().queues_per_port, CodelVars{});
-  }
 
   void enqueue(Packet& p, PortId port, QueueId q, Timeslot, Verdicts& out) {
     if (!bank().push(port, q, p)) return out.drop(p, Reason::kQueueFull);  // never: capacity covers the limit
     if (bank().port_packets(port) > params().limit_pkts) out.evict(port, fattest(port), 0, Reason::kFattestFlow);
-  }
-  bool dequeue(PortId port, QueueId q, Timeslot now, Packet& out, Verdicts& v) {
-    return codel_.dequeue(bank(), port, q, now, out, v, vars_[size_t{port} * shape().queues_per_port + q]);
-  }
-
-  std::vector<StatDesc> stat_descs() const override {
-    std::vector<StatDesc> d;
-    Codel::describe(d, "fq_codel");
-    return d;
-  }
-  void sample_stats(PortId port, StatsOut& out) const override {
-    for (QueueId q = 0; q < shape().queues_per_port; ++q)
-      if (!bank().empty(port, q)) Codel::sample(vars_[size_t{port} * shape().queues_per_port + q], time().to_us(1), 0, q, out);
   }
 
  private:
@@ -66,8 +49,6 @@ class FqCodelQueueManager : public QueueManager<FqCodelQueueManager, FqCodelPara
     }
     return best;
   }
-  Codel codel_;
-  std::vector<CodelVars> vars_;  // per (port, queue)
 };
 
 struct FqParams {

@@ -153,7 +153,7 @@ class TestRouter {
 
   const QueueBank& bank() const { return router_.bank(); }
   const PatternRouter& router() const { return router_; }
-  const QueueCounters& counters(PortId port, QueueId q = 0) const { return bank().counters(port, q); }
+  QueueCounters counters(PortId port, QueueId q = 0) const { return bank().counters(port, q); }
   uint64_t drops(PortId port, QueueId q, Reason r) const { return counters(port, q).drops[static_cast<unsigned>(r)]; }
   uint64_t marks(PortId port, QueueId q, Reason r) const { return counters(port, q).marks[static_cast<unsigned>(r)]; }
 

@@ -703,7 +703,7 @@ uint64_t Engine::router_packet_hops() const {
   for (const auto& r : routers_) {
     const QueueBank& b = r->bank();
     for (PortId p = 0; p < b.num_ports(); ++p)
-      for (QueueId q = 0; q < b.queues_per_port(); ++q) sum += b.counters(p, q).dequeued;
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) sum += b.dequeued(p, q);
   }
   return sum;
 }

@@ -44,11 +44,11 @@ class HoldingRouter : public Router, public WithParams<NoParams> {
  protected:
   virtual PortId port_of(const Packet& p) const = 0;
   uint16_t ports_ = 0;
+  std::vector<Packet> held_;
 
  private:
   QueueBank bank_;
   RouterLosses losses_;
-  std::vector<Packet> held_;
 };
 
 // Sends every packet to endpoint 2's port: one link collision per extra packet in a
@@ -62,31 +62,18 @@ class OddFlowsNowhere final : public HoldingRouter {
 };
 // Sends every packet where it belongs, twice (in two timeslots): the second copy arrives
 // after its flow already has all its packets.
-class Duplicating final : public Router, public WithParams<NoParams> {
- public:
-  void bind(const RouterEnv& env) override {
-    bank_.reset(env.num_ports, 1, 16);
-    routes_ = env.routes;
-  }
-  void input(Packet* pkts, uint32_t n, Timeslot) override { held_.insert(held_.end(), pkts, pkts + n); }
+class Duplicating final : public HoldingRouter {
   uint32_t output(Timeslot, Packet* out, PortId* out_ports) override {
     if (held_.empty()) return 0;
     out[0] = held_.front();
-    out_ports[0] = routes_->route(held_.front());
+    out_ports[0] = port_of(held_.front());
     if (++copies_ == 2) {
       held_.erase(held_.begin());
       copies_ = 0;
     }
     return 1;
   }
-  const QueueBank& bank() const override { return bank_; }
-  const RouterLosses& losses() const override { return losses_; }
-
- private:
-  QueueBank bank_;
-  RouterLosses losses_;
-  const RoutingTable* routes_ = nullptr;
-  std::vector<Packet> held_;
+  PortId port_of(const Packet& p) const override { return p.dst; }  // single rack: port = endpoint
   int copies_ = 0;
 };
 // A classifier that picks queue 5 of a one-queue port for every packet of flow 0.
