@@ -1,14 +1,16 @@
 # flexplane — entry points. Each target installs what it needs (Debian 12).
 #   make          build the emulator, tests and benchmarks (Release)
-#   make demo     the main job: run the built-in scheduler comparison, write CSVs + PNGs
-#   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI)
+#   make demo     the main job: a lab experiment on real TCP through the emulator (root), CSVs + PNGs
+#   make demo-virtual  the virtual-time scheduler comparison, CSVs + PNGs
+#   make test     every test suite (unit, sanitizers, protocol + fuzz, plots, CLI, lab, kmod VMs)
 #   make bench    Google Benchmark: engine speed (router packet-hops/s)
 #   make list     schemes and their parameters
+#   make kmod     the endpoint kernel module, its tc plugin and fp_rr (build/kmod; docs/kmod.md)
 BUILD   ?= build
 GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 RESULTS ?= results/scheduler_comparison
 
-.PHONY: all build deps demo test bench list clean
+.PHONY: all build deps demo demo-virtual test bench list kmod clean
 
 all: build
 
@@ -20,7 +22,10 @@ build: deps
 	@cmake --build $(BUILD)
 
 demo: build
-	@scripts/run_demo.sh $(BUILD) $(RESULTS)
+	@scripts/run_demo.sh $(BUILD) results/lab/demo
+
+demo-virtual: build
+	@scripts/run_demo_virtual.sh $(BUILD) $(RESULTS)
 
 test: deps
 	@scripts/run_tests.sh
@@ -31,6 +36,9 @@ BENCH_ARGS ?= --benchmark_repetitions=5 --benchmark_enable_random_interleaving=t
 BENCH_FILTER ?= .
 bench: build
 	@$(BUILD)/flexplane_bench --benchmark_counters_tabular=true --benchmark_filter='$(BENCH_FILTER)' $(BENCH_ARGS)
+
+kmod: deps
+	@$(MAKE) -s -C kmod OUT=$(abspath $(BUILD))/kmod
 
 list: build
 	@$(BUILD)/flexplane-emulator list

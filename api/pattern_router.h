@@ -49,12 +49,15 @@ class alignas(kCacheLine) PatternRouter final : public Router {
 
   void input(Packet* pkts, uint32_t n, Timeslot now) override {
     bank_.set_now(now);
-    while (n > 0) {
-      const uint32_t chunk = n < kBatch ? n : kBatch;
-      input_chunk(pkts, chunk, now);
-      pkts += chunk;
-      n -= chunk;
-    }
+    // A timeslot's arrivals come "at once" but are enqueued one after
+    // another. In a fixed order (input port order) the first ports would
+    // always win the last free buffer slot, and a tail-dropping queue would
+    // starve the others; so the batch is taken from a start that rotates
+    // with the timeslot (tail first, then head: no copying), which gives
+    // every input each position in turn. Deterministic: a function of `now`.
+    const uint32_t start = n > 1 ? static_cast<uint32_t>(now % n) : 0;
+    input_range(pkts + start, n - start, now);
+    input_range(pkts, start, now);
   }
 
   uint32_t output(Timeslot now, Packet* out, PortId* out_ports) override {
@@ -90,6 +93,15 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   static constexpr uint32_t kBatch = 64;
 
   std::array<const ComponentBase*, 3> components() const { return {cls_.get(), qm_.get(), sched_.get()}; }
+
+  void input_range(Packet* pkts, uint32_t n, Timeslot now) {
+    while (n > 0) {
+      const uint32_t chunk = n < kBatch ? n : kBatch;
+      input_chunk(pkts, chunk, now);
+      pkts += chunk;
+      n -= chunk;
+    }
+  }
 
   void input_chunk(Packet* pkts, uint32_t n, Timeslot now) {
     verdicts_.set_now(now);

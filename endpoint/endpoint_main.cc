@@ -24,7 +24,8 @@
 #include "emulator/config/router_factory.h"
 #include "api/version.h"
 #include "emulator/workload/workload.h"
-#include "endpoint/endpoint_driver.h"
+#include "endpoint/endpoint_setup.h"
+#include "endpoint/flow_driver.h"
 
 using namespace flexplane;
 using namespace flexplane::endpoint;
@@ -93,18 +94,8 @@ int main(int argc, char** argv) {
   FlowList mine;
   DriverOptions o;
   try {
-    Experiment ex = load_experiment(config);
-    if (ex.runs.empty()) return usage_error(config + ": no run");
-    const RunConfig* pick = &ex.runs.front();
-    if (!variant.empty()) {
-      pick = nullptr;
-      for (const auto& r : ex.runs)
-        if (r.variant == variant) pick = &r;
-      if (!pick) return usage_error(config + ": no variant '" + variant + "'");
-    }
-    c = *pick;
-    const uint32_t n = c.topology.num_endpoints;
-    if (id >= n) return usage_error("--id " + std::to_string(id) + ": the topology has " + std::to_string(n) + " endpoints");
+    const EndpointSetup s = endpoint_setup(config, variant, id, emulator, bind_ip);
+    c = s.run;
     WorkloadSpec spec = c.workload;
     if (!trace.empty()) {
       spec.kind = WorkloadKind::kTrace;
@@ -112,14 +103,14 @@ int main(int argc, char** argv) {
       spec.duration = 0;
       spec.where = "--trace";
     }
-    for (const auto& f : generate_flows(spec, n))
+    for (const auto& f : generate_flows(spec, c.topology.num_endpoints))
       if (f.src == id) mine.push_back(f);
-    const EndpointContract contract = endpoint_contract(c);  // from the scheme registry, as the emulator does
-    o.stamping.priority = contract.priority;
-    o.req_custom_len = contract.request_custom_bytes;
-    o.verdict_custom_len = contract.verdict_custom_bytes;
+    o.stamping.priority = s.contract.priority;
     o.stamping.ect = c.endpoint_ect;
     o.stamping.packet_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
+    apply_contract(s.contract, &o.session);
+    o.emulator = s.emulator;
+    o.bind = s.bind;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flexplane-endpoint: %s\n", e.what());
     return 2;
@@ -127,21 +118,15 @@ int main(int argc, char** argv) {
 
   o.id = id;
   o.timeslot_ns = c.network.timeslot_ns();
-  o.features = o.stamping.priority != PriorityStamp::kNone ? FP_FEAT_PRIO : 0;
-  o.window = static_cast<uint16_t>(window);
-  o.rto_ns = static_cast<uint64_t>(rto_us * 1000);
-  o.drop_tx = drop_tx;
-  o.drop_rx = drop_rx;
-  o.seed = seed;
+  o.session.window = static_cast<uint16_t>(window);
+  o.session.rto_ns = static_cast<uint64_t>(rto_us * 1000);
+  o.session.drop_tx = drop_tx;
+  o.session.drop_rx = drop_rx;
+  o.session.seed = seed;
+  o.session.quiet = quiet;
   o.busy_poll = busy;
-  o.quiet = quiet;
   o.start_at_real_ns = start_at;
   o.limit_ns = static_cast<uint64_t>(duration_s * 1e9);
-  const std::string emu_text = emulator.empty() ? c.live.emulator_ip : emulator;
-  if (!parse_addr(emu_text, c.live.udp_port, &o.emulator))
-    return usage_error("--emulator '" + emu_text + "': expected IPv4[:PORT]");
-  const std::string bind_text = bind_ip.empty() ? c.live.endpoint_ips.at(id) : bind_ip;
-  if (!parse_addr(bind_text, 0, &o.bind)) return usage_error("--bind '" + bind_text + "': expected IPv4[:PORT]");
   if (out_dir.empty()) out_dir = "endpoint-" + std::to_string(id);
 
   try {
@@ -171,13 +156,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   const DriverCounters k = d.counters();
+  const SessionCounters sc = d.session_counters();
   if (!quiet)
     std::printf("endpoint %u: flows %zu, requests %llu, verdicts %llu (release %llu, mark %llu, drop %llu); "
                 "retransmitted %llu, sessions %llu, resets %llu -> %s\n",
                 id, mine.size(), (unsigned long long)d.total_requests(), (unsigned long long)d.verdicts(),
                 (unsigned long long)k.verdicts_release, (unsigned long long)k.verdicts_mark,
-                (unsigned long long)k.verdicts_drop, (unsigned long long)k.proto.requests_resent,
-                (unsigned long long)k.proto.sessions, (unsigned long long)k.proto.resets, out_dir.c_str());
+                (unsigned long long)k.verdicts_drop, (unsigned long long)sc.proto.requests_resent,
+                (unsigned long long)sc.proto.sessions, (unsigned long long)sc.proto.resets, out_dir.c_str());
   if (res.status != DriverStatus::kDone) {
     std::fprintf(stderr, "flexplane-endpoint %u: %s\n", id, res.message.c_str());
     return 1;

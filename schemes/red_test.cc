@@ -17,12 +17,11 @@ Packet ect(uint32_t seq) {
   p.flags = kFlagEct;
   return p;
 }
-// Arrivals in one timeslot; returns which were accepted (by seq), read off the drop log.
+// Arrivals in one timeslot, in this order (one input() each: a batch would
+// be rotated by the timeslot); returns which were accepted (by seq), read off the drop log.
 std::vector<bool> offer(TestRouter& r, std::vector<uint32_t> seqs, Timeslot now) {
   const size_t before = r.log.drops.size();
-  std::vector<Packet> pkts;
-  for (uint32_t s : seqs) pkts.push_back(pkt(1, s, 0));
-  r.input(pkts, now);
+  for (uint32_t s : seqs) r.input({pkt(1, s, 0)}, now);
   std::vector<bool> accepted(seqs.size(), true);
   for (size_t d = before; d < r.log.drops.size(); ++d)
     for (size_t i = 0; i < seqs.size(); ++i)

@@ -11,7 +11,9 @@ APT_PACKAGES=(
   dpdk libdpdk-dev
   clang libclang-rt-14-dev llvm linux-headers-amd64
   iproute2 ethtool nftables
+  libnetfilter-queue-dev libmnl-dev iptables
   python3 python3-venv
+  qemu-system-x86 busybox-static cpio kmod iperf3   # kmod/vm: the VM tests
 )
 
 if [[ "${1:-}" != "--python-only" ]]; then
@@ -23,8 +25,8 @@ if [[ "${1:-}" != "--python-only" ]]; then
     echo "install_deps: installing ${missing[*]}"
     SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 fi
 

@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS=${JOBS:-$(nproc)}
-SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli plots fuzz kbuild asan-ubsan tsan"}
+SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli lab plots fuzz kbuild asan-ubsan tsan kmod-vm"}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0; failed=0; failed_names=()
 
@@ -37,7 +37,13 @@ unit() {
 cli() {
   [[ -x build/flexplane-emulator && -x build/flexplane-endpoint ]] ||
     configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
-  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/ --ignore=tests/lab
+}
+
+lab() {  # the lab (netns backend): NFQUEUE endpoint on real packets, a real-TCP run, teardown, bad files
+  [[ -x build/flexplane-nfq-endpoint && -x build/flexplane-workload && -x build/flexplane-emulator ]] ||
+    configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/lab
 }
 
 plots() { .venv/bin/python -m pytest -q plots/; }
@@ -57,14 +63,17 @@ tsan() {  # the multicore engine under ThreadSanitizer
 
 fuzz() { proto/run_fuzz.sh "$FUZZ_SECONDS"; }     # every protocol decoder, bounded time
 kbuild() { proto/check_kbuild.sh; }                # the protocol core builds as a kernel module
+kmod_vm() { kmod/vm/run.sh build; }                # flexplane.ko in Debian's kernel under QEMU/TCG (docs/kmod.md)
 
 run_suite unit unit
 run_suite cli cli
+run_suite lab lab
 run_suite plots plots
 run_suite fuzz fuzz
 run_suite kbuild kbuild
 run_suite asan-ubsan asan_ubsan
 run_suite tsan tsan
+run_suite kmod-vm kmod_vm
 
 echo
 [[ $failed -gt 0 ]] && echo "failed suites: ${failed_names[*]}"

@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "net/ip_packet.h"
+
 namespace flexplane::live {
 
 namespace {
@@ -75,25 +77,29 @@ ParsedFrame parse_frame(uint8_t* eth, uint32_t len, const FrameFilter& us) {
   const uint32_t avail = len - kEthLen;  // may include Ethernet padding
   if (avail < kIpLen) return dropped(RxDrop::kIpTruncated);
   if ((ip[0] >> 4) != 4) return dropped(RxDrop::kIpBadVersion);
-  const uint32_t ihl = (ip[0] & 0xfu) * 4u;
-  if (ihl < kIpLen) return dropped(RxDrop::kIpBadIhl);
-  if (avail < ihl) return dropped(RxDrop::kIpTruncated);
-  const uint32_t total = rd16(ip + 2);
-  if (total < ihl || total > avail) return dropped(RxDrop::kIpBadLength);
-  if (rte_raw_cksum(ip, ihl) != 0xffff) return dropped(RxDrop::kIpBadChecksum);
-  if (rd16(ip + 6) & 0x3fffu) return dropped(RxDrop::kIpFragment);  // MF or a fragment offset
-  if (ip[9] != IPPROTO_UDP) return dropped(RxDrop::kIpNotUdp);
-  uint32_t dst_ip_be;
-  std::memcpy(&dst_ip_be, ip + 16, 4);
-  if (dst_ip_be != us.ip_be) return dropped(RxDrop::kIpWrongDst);
-  const uint8_t* udp = ip + ihl;
-  const uint32_t l4 = total - ihl;
-  if (l4 < kUdpLen) return dropped(RxDrop::kUdpTruncated);
+  // The project's one IP parser (net/) checks every length; the live
+  // protocol then wants an unfragmented IPv4/UDP datagram for us.
+  net::PacketInfo pi;
+  bool udp_truncated = false;
+  switch (net::parse_ip_packet(ip, avail, &pi)) {
+    case net::ParseError::kOk: break;
+    case net::ParseError::kBadIhl:
+      return dropped((ip[0] & 0xfu) * 4u < kIpLen ? RxDrop::kIpBadIhl : RxDrop::kIpTruncated);
+    case net::ParseError::kBadLength: return dropped(RxDrop::kIpBadLength);
+    case net::ParseError::kL4Truncated:
+    case net::ParseError::kBadTcpOffset: udp_truncated = true; break;  // judged after the IP checks below
+    default: return dropped(RxDrop::kIpTruncated);
+  }
+  if (!net::ipv4_header_checksum_ok(ip, avail)) return dropped(RxDrop::kIpBadChecksum);
+  if (pi.more_fragments || pi.fragment_offset != 0) return dropped(RxDrop::kIpFragment);  // never fragmented
+  if (pi.protocol != net::kProtoUdp) return dropped(RxDrop::kIpNotUdp);
+  if (std::memcmp(pi.dst.bytes, &us.ip_be, 4) != 0) return dropped(RxDrop::kIpWrongDst);
+  if (udp_truncated) return dropped(RxDrop::kUdpTruncated);
+  const uint8_t* udp = ip + pi.l4_offset;
+  const uint32_t l4 = pi.ip_length - pi.l4_offset;
   const uint32_t ulen = rd16(udp + 4);
   if (ulen < kUdpLen || ulen > l4) return dropped(RxDrop::kUdpBadLength);
-  uint16_t dport_be;
-  std::memcpy(&dport_be, udp + 2, 2);
-  if (dport_be != us.port_be) return dropped(RxDrop::kUdpWrongPort);
+  if (htons(pi.dport) != us.port_be) return dropped(RxDrop::kUdpWrongPort);
   // The UDP checksum is not verified: kernel senders with tx checksum
   // offload (veth) hand over partial checksums; the protocol decoders
   // validate every field instead (docs/live.md).

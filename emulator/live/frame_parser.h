@@ -3,8 +3,9 @@
 // a bad frame gets a reason, never a crash) and what it sends (ARP replies,
 // UDP datagrams with both checksums computed in software).
 //
-// Kept apart from the protocol glue (comm_core.cc) so it can move onto the
-// project's shared packet-header library when that lands.
+// Kept apart from the protocol glue (comm_core.cc). The IPv4 / UDP headers
+// are parsed by the project's one IP parser (net/ip_packet.h); this file adds
+// Ethernet, ARP and what the live protocol requires of a datagram.
 #pragma once
 
 #include <cstdint>

@@ -35,8 +35,12 @@ int replay_impl(const ReplayArgs& a) {
   std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
   const size_t n = arrivals.size();
   ReplayTraffic replay(c.topology, std::move(arrivals), c.live.endpoint_queue_pkts, cores);
-  Engine engine(c.topology, std::move(routers), replay, engine_options(c, cores));
+  const EngineOptions eopt = engine_options(c, cores);
+  Engine engine(c.topology, std::move(routers), replay, eopt);
   engine.run(static_cast<Timeslot>(end));
+  // run.occupancy_interval_us: the queues of the live run, replayed (always the CSV: kmod/vm reads it)
+  if (eopt.occupancy_interval)
+    write_occupancy_csv((fs::path(out_dir) / "occupancy.csv").string(), eopt.timeslot_ns, engine);
   const std::vector<LiveVerdict> v = replay.verdicts();
   write_verdicts_csv((fs::path(out_dir) / "verdicts.csv").string(), v);
   std::printf("replay: %zu arrivals, %zu verdicts, %" PRId64 " timeslots on %u core(s) -> %s\n", n, v.size(), end,

@@ -1,0 +1,5 @@
+import sys
+
+from flexlab.cli import main
+
+sys.exit(main())

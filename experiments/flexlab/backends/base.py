@@ -1,0 +1,81 @@
+"""The backend seam: what the runner needs from wherever hosts live."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from flexlab.procs import Proc, Processes
+
+EMULATOR_IP = "10.77.0.2"
+EMULATOR_PORT = 9977
+
+
+def host_ip(i: int) -> str:
+    """Host i's address in the lab's 10.77.0.0/16 (10.77.0.10, .11, ...)."""
+    n = 10 + i
+    return f"10.77.{n // 256}.{n % 256}"
+
+
+def host_ip6(i: int) -> str:
+    """Host i's IPv6 address (lab.ipv6): fd77::a, fd77::b, ... (10 + i in hex)."""
+    return f"fd77::{10 + i:x}"
+
+
+@dataclass
+class LabSettings:
+    """What a backend needs to bring hosts up and start their endpoints."""
+    hosts: int
+    ecn: bool
+    hold_ms: float
+    fallback: str          # open | closed
+    bypass: list[str]
+    window: int
+    bin_dir: Path
+    scratch: Path          # short paths (Unix sockets)
+    ipv6: bool = False     # hosts also get fd77::/64 addresses; their IPv6 packets are held too
+
+
+class Backend(ABC):
+    name = "?"
+
+    def __init__(self, prefix: str, procs: Processes) -> None:
+        self.prefix = prefix
+        self.procs = procs
+
+    @classmethod
+    @abstractmethod
+    def problems(cls) -> list[str]:
+        """Why this backend cannot run here (empty: it can)."""
+
+    @abstractmethod
+    def up(self, s: LabSettings) -> None:
+        """Creates the hosts, the L2 segment they share with the emulator's
+        port, and whatever holds their packets (everything torn down by down())."""
+
+    @abstractmethod
+    def down(self) -> None:
+        """Removes everything up() created; safe to call twice or after a failed up()."""
+
+    @abstractmethod
+    def start_emulator(self, argv: list[str], eal: list[str], log: Path) -> Proc:
+        """Starts `flexplane-emulator live` (argv up to '--') on the hosts' segment; `eal` are
+        the EAL options without the device, which the backend adds."""
+
+    @abstractmethod
+    def start_endpoints(self, config: Path, out_dir: Path, s: LabSettings) -> list[Proc]:
+        """Starts the per-host packet holders against `config` (the emulator's config); returns
+        once every one has a session with the emulator (LabError naming the host otherwise)."""
+
+    @abstractmethod
+    def run_on_host(self, host: int, name: str, argv: list[str], log: Path) -> Proc:
+        """Starts an application process on a host."""
+
+    def hints_path(self, s: LabSettings, host: int) -> str:
+        """Where host's applications send flow-size hints ('' = not supported)."""
+        return ""
+
+    @classmethod
+    @abstractmethod
+    def cleanup(cls, prefix: str) -> list[str]:
+        """Removes leftovers of killed runs whose names start with prefix; returns what it removed."""

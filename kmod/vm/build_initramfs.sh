@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the initramfs of the flexplane test VMs (docs/kmod.md, "VM tests"):
+# busybox, the host's ip / tc / iperf3 with their libraries, the tc plugin,
+# fp_rr, the guest kernel's modules the tests need (with dependencies, from
+# the unpacked linux-image deb) and flexplane.ko.
+#   build_initramfs.sh OUT.cpio.gz KERNEL_ROOT KMOD_BUILD_DIR
+# KERNEL_ROOT: the linux-image deb unpacked (fetch_kernel.sh); KMOD_BUILD_DIR:
+# where `make kmod` put flexplane.ko, q_flexplane.so and fp_rr.
+set -euo pipefail
+OUT=$(realpath -m "$1"); KROOT=$(realpath "$2"); KB=$(realpath "$3")
+HERE=$(cd "$(dirname "$0")" && pwd)
+KO=$KB/flexplane.ko
+KVER=$(modinfo -F vermagic "$KO" | awk '{print $1}')
+MDIR=$KROOT/lib/modules/$KVER
+[ -d "$MDIR" ] || { echo "build_initramfs: $MDIR missing (kernel $KVER not unpacked)" >&2; exit 1; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/fpk-initramfs.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+mkdir -p "$W"/{bin,sbin,usr/bin,etc,proc,sys,dev,tmp,run,var/run,fp} \
+         "$W/lib/modules/$KVER/extra" "$W/usr/lib/x86_64-linux-gnu/tc"
+cp /bin/busybox "$W/bin/busybox"
+for a in $("$W/bin/busybox" --list); do
+  case $a in ip|tc|busybox) ;; *) ln -sf busybox "$W/bin/$a";; esac
+done
+copy_bin() {  # a host binary and the shared libraries it needs
+  local b; b=$(command -v "$1"); cp "$b" "$W/sbin/"
+  for l in $(ldd "$b" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
+    mkdir -p "$W$(dirname "$l")"; cp -L "$l" "$W$l"
+  done
+}
+for b in ip tc ss iperf3; do copy_bin "$b"; done
+cp "$KB/q_flexplane.so" "$W/usr/lib/x86_64-linux-gnu/tc/"
+cp "$KB/fp_rr" "$W/sbin/"
+declare -A seen
+add_mod() {  # a module of the guest kernel and its dependencies
+  local m=$1 f d
+  [ -n "${seen[$m]:-}" ] && return; seen[$m]=1
+  f=$(find "$MDIR/kernel" \( -name "$m.ko*" -o -name "${m//_/-}.ko*" \) | head -1)
+  if [ -z "$f" ]; then
+    grep -qE "/($m|${m//_/-}).ko" "$MDIR/modules.builtin" && return
+    echo "build_initramfs: module $m not found" >&2; exit 1
+  fi
+  for d in $(modinfo -F depends "$f" | tr ',' ' '); do add_mod "$d"; done
+  mkdir -p "$W/lib/modules/$KVER/$(dirname "${f#"$MDIR"/}")"
+  cp "$f" "$W/lib/modules/$KVER/${f#"$MDIR"/}"
+}
+for m in virtio_pci virtio_net virtio_console tcp_dctcp $(modinfo -F depends "$KO" | tr ',' ' '); do
+  add_mod "$m"
+done
+cp "$KO" "$W/lib/modules/$KVER/extra/"
+cp "$MDIR"/modules.builtin* "$MDIR"/modules.order "$W/lib/modules/$KVER/" 2>/dev/null || true
+depmod -b "$W" "$KVER"
+cp "$HERE/guest/init" "$W/init"
+cp "$HERE/guest/agent.sh" "$W/fp/agent.sh"
+chmod +x "$W/init" "$W/fp/agent.sh"
+( cd "$W" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 ) > "$OUT"
+echo "initramfs: $OUT ($(du -h "$OUT" | cut -f1), kernel $KVER)"

@@ -1,0 +1,65 @@
+"""Bad experiment files are refused before anything starts, with an error
+that names the file and the field (exit status 2)."""
+from __future__ import annotations
+
+import pytest
+
+from lab_cli import lab, namespaces
+
+GOOD = {
+    "topology": "{kind: single_rack, endpoints: 3}",
+    "network": "{link_rate_gbps: 0.05}",
+    "workload": "{kind: bulk, senders: [1, 2], receiver: 0}",
+    "duration_s": "5",
+}
+
+
+def experiment(tmp_path, **override) -> str:
+    fields = {**GOOD, **override}
+    text = "".join(f"{k}: {v}\n" for k, v in fields.items() if v is not None)
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+CASES = [
+    ({"transport": "{ccc: cubic}"}, "transport.ccc: unknown key"),
+    ({"duration_s": '"ten"'}, "duration_s: expected a number"),
+    ({"duration_s": "0"}, "duration_s: 0.0 is below the minimum"),
+    ({"network": None}, "network.link_rate_gbps: required"),
+    ({"workload": "{senders: [1], receiver: 0}"}, "workload.kind: required"),
+    ({"workload": "{kind: bulk, senders: [1]}"}, "workload.receiver: required for workload kind 'bulk'"),
+    ({"workload": "{kind: rpc, clients: [0], servers: [1], sizes: 'mix:1500@0.5'}"}, "workload.sizes: mix probabilities sum to 0.5"),
+    ({"workload": "{kind: bulk, senders: [1, 7], receiver: 0}"}, "workload.senders: host 7 does not exist (the topology has 3 endpoints)"),
+    ({"transport": "{cc: dctcp}"}, "transport.cc: 'dctcp' is not available on backend netns"),
+    ({"backend": "qemu"}, "backend 'qemu' is not available yet"),
+    ({"routers": "{default: {scheme: dctcp, queue_manager: {k_pkt: 5}}}"}, "k_pkt"),
+    ({"routers": "{default: {scheme: no_such_scheme}}"}, "no_such_scheme"),
+    ({"variants": "{fast: {network: {link_rate_gbps: -1}}}"}, "variant 'fast': network.link_rate_gbps: -1.0 is below the minimum"),
+    ({"variants": "{odd: {transport: {ecn: maybe}}}"}, "variant 'odd': transport.ecn: expected true or false"),
+    ({"lab": "{window: 1000}"}, "lab.window: 1000 is not a power of two"),
+]
+
+
+@pytest.mark.parametrize("override,message", CASES, ids=[c[1][:40] for c in CASES])
+def test_bad_field_is_named(tmp_path, lab_bins, override, message):
+    path = experiment(tmp_path, **override)
+    p = lab("check", path, bins=lab_bins)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert message in p.stderr, p.stderr
+    assert path in p.stderr  # the file is named too
+
+
+def test_run_refuses_a_bad_file_before_starting_anything(tmp_path, lab_bins, prefix):
+    path = experiment(tmp_path, transport="{cc: dctcp}")
+    p = lab("run", path, "--prefix", prefix, bins=lab_bins)
+    assert p.returncode == 2
+    assert "transport.cc" in p.stderr
+    assert namespaces(prefix) == []
+    assert not (tmp_path / "results").exists()
+
+
+def test_good_file_checks(tmp_path, lab_bins):
+    p = lab("check", experiment(tmp_path), bins=lab_bins)
+    assert p.returncode == 0, p.stderr
+    assert "3 hosts, backend netns, workload bulk" in p.stdout
