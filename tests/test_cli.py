@@ -302,7 +302,8 @@ def test_occupancy_formats_hold_the_same_samples_and_the_summaries_need_none(tmp
         trace.append(f"{i},{src},{dst},{60 + 7 * i},{start}")
     (tmp_path / "incast.csv").write_text("\n".join(trace) + "\n")
     base = SMALL.replace("packet_log: true", "packet_log: false").replace(
-        f"{{kind: poisson, load: 0.5, size_cdf: {WEB_SEARCH}}}", "{kind: trace, trace: incast.csv}")
+        f"{{kind: poisson, load: 0.5, size_cdf: {WEB_SEARCH}}}", "{kind: trace, trace: incast.csv}").replace(
+        "capacity_pkts: 32", "capacity_pkts: 1024")  # queues build, nothing is dropped: every flow finishes
     outs = {}
     for fmt in ("binary", "csv", "none"):
         cfg = write(tmp_path, base + f"output: {{occupancy: {fmt}}}\n", f"{fmt}.yaml")
@@ -342,6 +343,7 @@ def test_occupancy_formats_hold_the_same_samples_and_the_summaries_need_none(tmp
     assert int(fs["all"]["flows"]) == len(flows)
     assert int(fs["all"]["unfinished"]) == sum(f["finished"] == "0" for f in flows)
     fct = [float(f["fct_us"]) for f in flows if f["finished"] == "1"]
+    assert len(fct) == len(flows) == 10
     slow = [float(f["slowdown"]) for f in flows if f["finished"] == "1"]
     assert float(fs["all"]["p99_fct_us"]) == pytest.approx(nearest_rank(fct, 0.99), abs=1e-3)
     assert float(fs["all"]["mean_slowdown"]) == pytest.approx(sum(slow) / len(slow), rel=1e-5)
