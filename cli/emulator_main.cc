@@ -17,6 +17,7 @@
 #include "api/registry.h"
 #include "emulator/config/config.h"
 #include "emulator/live/live_run.h"
+#include "emulator/output/output.h"
 #include "emulator/run/replay.h"
 #include "emulator/run/setup.h"
 #include "emulator/run/run.h"
@@ -201,10 +202,18 @@ int main(int argc, char** argv) {
       for (const auto& r : exp.runs) found = found || r.variant == name;
       if (!found) throw ConfigError(config + ": no variant named '" + name + "'");
     }
+    std::vector<RunConfig*> selected;
     for (auto& r : exp.runs) {
       if (!only.empty() && std::find(only.begin(), only.end(), r.variant) == only.end()) continue;
       if (!out_dir.empty()) r.output_dir = (std::filesystem::path(out_dir) / r.variant).string();
       if (cores) r.cores = cores;
+      selected.push_back(&r);
+    }
+    // Every run's folder is checked before the first run starts: a typo in --out
+    // fails now, not after minutes of emulation.
+    for (RunConfig* r : selected) prepare_output_dir(r->output_dir);
+    for (RunConfig* rp : selected) {
+      RunConfig& r = *rp;
       if (!quiet)
         std::fprintf(stderr, "%s: %u endpoints, %zu routers, %.3f ms arrivals + %.3f ms drain, %u core(s)\n",
                      r.variant.empty() ? "run" : r.variant.c_str(), r.topology.num_endpoints, r.topology.routers.size(),

@@ -37,10 +37,11 @@ def run(results_dir: Path) -> List[Path]:
             written.append(plot_fct.run(results_dir, metric="network_slowdown"))
     else:
         print(f"plot_all: no <scheme>/flows.csv in {results_dir}: skipping FCT plots", file=sys.stderr)
-    if find_variants(results_dir, "occupancy.csv"):
+    if plot_queues.find_variants(results_dir):
         written.extend(plot_queues.run(results_dir))
     else:
-        print(f"plot_all: no <scheme>/occupancy.csv in {results_dir}: skipping queue plots", file=sys.stderr)
+        print(f"plot_all: no <scheme>/occupancy.bin or occupancy.csv in {results_dir}: skipping queue plots",
+              file=sys.stderr)
     return written
 
 

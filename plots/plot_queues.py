@@ -4,9 +4,10 @@ the CDF of per-port occupancy, one line per scheme.
 
     plots/plot_queues.py RESULTS_DIR [--out DIR] [--port ROUTER:PORT] [--log-x]
 
-Reads RESULTS_DIR/<scheme>/occupancy.csv (columns timeslot, time_us, router,
-port, packets, bytes; one row per sampled (time, router, port)) and writes to
-DIR (default RESULTS_DIR):
+Reads RESULTS_DIR/<scheme>/occupancy.bin (the emulator's default: a row per
+sample with a column per port, read by occupancy_io.py) or occupancy.csv
+(columns timeslot, time_us, router, port, packets, bytes; one row per sampled
+(time, router, port)) and writes to DIR (default RESULTS_DIR):
 
 - queue_timeseries.png: packets queued over time at each scheme's most loaded
   port (highest mean occupancy over the samples; ties broken by router, port),
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import DataError, ensure_venv, find_variants, read_columns, scheme_colors  # noqa: E402
+from occupancy_io import OccupancyError, find_occupancy, read_occupancy_bin  # noqa: E402
+from results_io import DataError, ensure_venv, read_columns, scheme_colors  # noqa: E402
 
 ensure_venv()
 
@@ -61,7 +63,52 @@ def port_sort_key(key: PortKey) -> Tuple:
     return (part(key[0]), part(key[1]))
 
 
+def find_variants(results_dir: Path) -> Dict[str, Path]:
+    """scheme label -> its occupancy file (.bin preferred), for every subfolder that has one."""
+    if not results_dir.is_dir():
+        raise DataError(f"{results_dir}: not a directory")
+    found: Dict[str, Path] = {}
+    for sub in sorted(p for p in results_dir.iterdir() if p.is_dir()):
+        f = find_occupancy(sub)
+        if f is not None:
+            found[sub.name] = f
+    return found
+
+
+def pick_port(path: Path, by_port: Dict[PortKey, np.ndarray], port: Optional[PortKey]) -> PortKey:
+    if port is None:
+        # Most loaded: highest mean occupancy; ties -> first in (router, port) order.
+        return min(by_port, key=lambda k: (-float(np.mean(by_port[k])), port_sort_key(k)))
+    if port not in by_port:
+        raise DataError(f"{path}: no samples for router {port[0]} port {port[1]}")
+    return port
+
+
+def load_binary(scheme: str, path: Path, port: Optional[PortKey]) -> SchemeQueues:
+    try:
+        occ = read_occupancy_bin(path)
+    except (OccupancyError, KeyError, ValueError) as e:
+        raise DataError(str(e)) from None
+    by_port: Dict[PortKey, np.ndarray] = {}
+    times: Dict[str, np.ndarray] = {}
+    every: List[np.ndarray] = []
+    for r in occ.routers:
+        if not r.samples:
+            continue
+        m = np.frombuffer(r.packets, dtype=np.uint32).reshape(r.samples, r.ports).astype(float)
+        times[r.name] = np.frombuffer(r.times, dtype=np.uint64) * (occ.timeslot_ns / 1000.0)
+        every.append(m.ravel())
+        for p in range(r.ports):
+            by_port[(r.name, str(p))] = m[:, p]
+    if not by_port:
+        raise DataError(f"{path}: no occupancy samples")
+    port = pick_port(path, by_port, port)
+    return SchemeQueues(scheme, port, times[port[0]], by_port[port], np.concatenate(every))
+
+
 def load_scheme(scheme: str, path: Path, port: Optional[PortKey]) -> SchemeQueues:
+    if path.suffix == ".bin":
+        return load_binary(scheme, path, port)
     cols = read_columns(path, OCC_COLUMNS, numeric=OCC_NUMERIC)
     if not cols["packets"]:
         raise DataError(f"{path}: no occupancy samples")
@@ -70,15 +117,11 @@ def load_scheme(scheme: str, path: Path, port: Optional[PortKey]) -> SchemeQueue
     if not np.all(np.isfinite(packets)) or not np.all(np.isfinite(time_us)):
         raise DataError(f"{path}: packets and time_us must be numbers on every row")
     keys: List[PortKey] = list(zip(cols["router"], cols["port"]))
-    by_port: Dict[PortKey, List[int]] = {}
+    index: Dict[PortKey, List[int]] = {}
     for i, k in enumerate(keys):
-        by_port.setdefault(k, []).append(i)
-    if port is None:
-        # Most loaded: highest mean occupancy; ties -> first in (router, port) order.
-        port = min(by_port, key=lambda k: (-float(np.mean(packets[by_port[k]])), port_sort_key(k)))
-    elif port not in by_port:
-        raise DataError(f"{path}: no samples for router {port[0]} port {port[1]}")
-    idx = np.asarray(by_port[port])
+        index.setdefault(k, []).append(i)
+    port = pick_port(path, {k: packets[v] for k, v in index.items()}, port)
+    idx = np.asarray(index[port])
     order = np.argsort(time_us[idx], kind="stable")
     return SchemeQueues(scheme, port, time_us[idx][order], packets[idx][order], packets)
 
@@ -135,9 +178,9 @@ def run(results_dir: Path, out_dir: Optional[Path] = None, port: Optional[PortKe
         log_x: bool = False) -> List[Path]:
     """Writes queue_timeseries.png, queue_cdf.png and queue_summary.csv; returns the PNG paths."""
     out_dir = out_dir or results_dir
-    variants = find_variants(results_dir, "occupancy.csv")
+    variants = find_variants(results_dir)
     if not variants:
-        raise DataError(f"{results_dir}: no <scheme>/occupancy.csv found")
+        raise DataError(f"{results_dir}: no <scheme>/occupancy.bin or occupancy.csv found")
     data = [load_scheme(s, p, port) for s, p in variants.items()]
     out_dir.mkdir(parents=True, exist_ok=True)
     title = results_dir.resolve().name
@@ -150,7 +193,7 @@ def run(results_dir: Path, out_dir: Optional[Path] = None, port: Optional[PortKe
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results_dir", type=Path, help="folder with one <scheme>/occupancy.csv per scheme variant")
+    ap.add_argument("results_dir", type=Path, help="folder with one <scheme>/occupancy.bin (or .csv) per scheme variant")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS_DIR)")
     ap.add_argument("--port", default=None, metavar="ROUTER:PORT",
                     help="plot this port's time series for every scheme instead of the most loaded one")

@@ -63,6 +63,18 @@ def write_occupancy(path: Path, hot: Tuple[int, int], peak: int) -> None:
                     w.writerow([t * 1000, t * 1000 * 1.2, r, p, pk, pk * 1500])
 
 
+def write_occupancy_binary(path: Path, hot: Tuple[int, int], peak: int) -> None:
+    """The same samples as write_occupancy, in the emulator's binary format (routers named "0", "1")."""
+    sys.path.insert(0, str(PLOTS))
+    from occupancy_io import Occupancy, RouterTrace, write_occupancy_bin
+    path.parent.mkdir(parents=True, exist_ok=True)
+    occ = Occupancy(1200.0, 1000)
+    for r in range(2):
+        pk = [(t * peak // 100) if (r, p) == hot else 1 for t in range(100) for p in range(3)]
+        occ.routers.append(RouterTrace(str(r), "tor", 3, [t * 1000 for t in range(100)], pk, [x * 1500 for x in pk]))
+    write_occupancy_bin(path, occ)
+
+
 def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(PLOTS / name), *args], capture_output=True, text=True)
 
@@ -151,6 +163,28 @@ def test_out_dir_buckets_and_port_options(results: Path, tmp_path_factory: pytes
 
     r = run_script("plot_queues.py", str(results), "--out", str(out), "--port", "7:7")
     assert r.returncode == 1 and "no samples for router 7 port 7" in r.stderr
+
+
+def test_binary_occupancy_reads_and_plots_like_the_csv(results: Path, tmp_path: Path) -> None:
+    # The same samples as the fixture's CSVs, in occupancy.bin: identical queue_summary.csv.
+    binary = tmp_path / "binary"
+    write_occupancy_binary(binary / "droptail" / "occupancy.bin", hot=(1, 2), peak=200)
+    write_occupancy_binary(binary / "dctcp" / "occupancy.bin", hot=(0, 1), peak=40)
+    sys.path.insert(0, str(PLOTS))
+    from occupancy_io import read_long
+    csv_cols = read_long(results / "droptail" / "occupancy.csv")
+    bin_cols = read_long(binary / "droptail" / "occupancy.bin")
+    assert bin_cols == csv_cols
+    for d in (results, binary):
+        r = run_script("plot_queues.py", str(d))
+        assert r.returncode == 0, r.stderr
+        assert is_png(d / "queue_timeseries.png") and is_png(d / "queue_cdf.png")
+    assert (binary / "queue_summary.csv").read_text() == (results / "queue_summary.csv").read_text()
+    # A truncated file is refused, naming it.
+    data = (binary / "dctcp" / "occupancy.bin").read_bytes()
+    (binary / "dctcp" / "occupancy.bin").write_bytes(data[:-4])
+    r = run_script("plot_queues.py", str(binary))
+    assert r.returncode == 1 and "occupancy.bin: truncated" in r.stderr
 
 
 def test_errors_name_the_file(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ files (docs/output-format.md) and their invariants, and 1- vs 2-core identity.""
 from __future__ import annotations
 
 import csv
+import math
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / "build" / "flexplane-emulator"
 WEB_SEARCH = REPO / "experiments" / "data" / "flow-sizes" / "web-search.cdf"
+sys.path.insert(0, str(REPO / "plots"))
+from occupancy_io import read_long, read_occupancy_bin  # noqa: E402
 
 SMALL = f"""
 seed: 3
@@ -116,7 +120,8 @@ def test_small_run_writes_documented_outputs_with_consistent_counts(tmp_path: Pa
     flows = rows(out / "flows.csv")
     counters = rows(out / "counters.csv")
     packets = rows(out / "packets.csv")
-    occupancy = rows(out / "occupancy.csv")
+    occupancy = read_long(out / "occupancy.bin")  # the default format
+    assert not (out / "occupancy.csv").exists()
     meta = yaml.safe_load((out / "metadata.yaml").read_text())
     assert len(flows) == meta["results"]["flows"] > 0
     assert meta["seed"] == 3 and meta["routers"]["tor0"]["queue_manager"]["capacity_pkts"] == 32
@@ -139,7 +144,7 @@ def test_small_run_writes_documented_outputs_with_consistent_counts(tmp_path: Pa
         assert n["enqueued"] == n["dequeued"] + n["dropped_at_dequeue"] + n["evicted"] + n["backlog_pkts"]
         assert n["dropped_on_arrival"] + n["dropped_at_dequeue"] + n["evicted"] == sum(v for k, v in n.items() if k.startswith("drops_"))
     assert sum(int(c["dropped_on_arrival"]) + int(c["dropped_at_dequeue"]) + int(c["evicted"]) for c in counters) == dropped
-    assert {o["router"] for o in occupancy} == {"tor0", "tor1", "spine0", "spine1"}
+    assert set(occupancy["router"]) == {"tor0", "tor1", "spine0", "spine1"}
     # No loss outside a queue in a correct network, and every kind is reported (zeros included).
     losses = rows(out / "losses.csv")
     kinds = {"no_route", "classifier_out_of_range", "link_collision", "no_link", "misdelivered", "unexpected_arrivals"}
@@ -156,6 +161,7 @@ topology: {kind: single_rack, endpoints: 4}
 routers: {default: {scheme: red, queue_manager: {min_th_pkts: 2, max_th_pkts: 20}}}
 workload: {kind: trace, trace: incast.csv}
 run: {duration_ms: 0.012, drain_ms: 0.3, occupancy_interval_us: 6}
+output: {occupancy: csv}
 """)
     r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr
@@ -187,7 +193,8 @@ def test_one_and_two_cores_give_identical_files(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
     meta = yaml.safe_load((tmp_path / "2-lockstep" / "metadata.yaml").read_text())
     assert meta["lookahead"] is False
-    for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.csv", "losses.csv"):
+    for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.bin", "losses.csv", "occupancy_summary.csv",
+                 "flows_summary.csv"):
         for out in ("2", "2-lockstep"):
             assert (tmp_path / "1" / name).read_bytes() == (tmp_path / out / name).read_bytes(), (out, name)
 
@@ -255,3 +262,143 @@ run: {duration_ms: 0.0012, drain_ms: 0.012, packet_log: true}
     assert [f["finished"] for f in flows] == ["0", "0"]  # each lost one packet
     assert [f["delivered_pkts"] for f in flows] == ["2", "2"]
     assert [f["lost_pkts"] for f in flows] == ["1", "1"]
+
+
+# ---- output folder, occupancy formats and summaries, fat tree (issue #13 items 3 and 4)
+
+def nearest_rank(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[max(1, math.ceil(q * len(v))) - 1]
+
+
+def test_an_unwritable_output_folder_is_reported_before_the_run(tmp_path: Path) -> None:
+    cfg = write(tmp_path, SMALL.replace("duration_ms: 2", "duration_ms: 50"))
+    r = run("run", str(cfg), "--out", "/proc/x")
+    assert r.returncode == 2
+    assert "error: output folder /proc/x" in r.stderr and "cannot" in r.stderr
+    assert "%" not in r.stderr and r.stdout == ""  # no progress line, no summary: nothing ran
+    # A file where the folder should be.
+    (tmp_path / "taken").write_text("")
+    r = run("run", str(cfg), "--out", str(tmp_path / "taken"))
+    assert r.returncode == 2 and "cannot create it" in r.stderr
+    # Read-only folder (root ignores permissions, so only where they apply) and one bad variant of two:
+    # every run's folder is checked before the first run starts.
+    two = write(tmp_path, SMALL + f"output: {{dir: {tmp_path / 'res'}}}\nvariants:\n  a: {{}}\n  b: {{}}\n", "two.yaml")
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "b").write_text("")  # variant b's folder is a file
+    r = run("run", str(two), "--quiet")
+    assert r.returncode == 2 and f"output folder {tmp_path / 'res' / 'b'}" in r.stderr
+    assert not (tmp_path / "res" / "a" / "flows.csv").exists()
+    # replay refuses the same way, before reading the arrivals
+    r = run("replay", str(cfg), "--arrivals", str(tmp_path / "none.csv"), "--out", "/proc/x")
+    assert r.returncode == 2 and "output folder /proc/x" in r.stderr
+
+
+def test_occupancy_formats_hold_the_same_samples_and_the_summaries_need_none(tmp_path: Path) -> None:
+    # Incasts: 0-3 and 5-6 into endpoint 4, then 4-6 into 0, so ToR and spine ports queue.
+    trace = ["flow_id,src,dst,size_pkts,start_timeslot"]
+    for i, (src, dst, start) in enumerate([(0, 4, 0), (1, 4, 0), (2, 4, 10), (3, 4, 20), (5, 4, 30), (6, 4, 30),
+                                           (4, 0, 400), (5, 0, 400), (6, 0, 410), (7, 2, 500)]):
+        trace.append(f"{i},{src},{dst},{60 + 7 * i},{start}")
+    (tmp_path / "incast.csv").write_text("\n".join(trace) + "\n")
+    base = SMALL.replace("packet_log: true", "packet_log: false").replace(
+        f"{{kind: poisson, load: 0.5, size_cdf: {WEB_SEARCH}}}", "{kind: trace, trace: incast.csv}").replace(
+        "capacity_pkts: 32", "capacity_pkts: 1024")  # queues build, nothing is dropped: every flow finishes
+    outs = {}
+    for fmt in ("binary", "csv", "none"):
+        cfg = write(tmp_path, base + f"output: {{occupancy: {fmt}}}\n", f"{fmt}.yaml")
+        r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / fmt), "--cores", "1")
+        assert r.returncode == 0, r.stderr
+        outs[fmt] = tmp_path / fmt
+    assert not (outs["binary"] / "occupancy.csv").exists() and not (outs["csv"] / "occupancy.bin").exists()
+    assert not (outs["none"] / "occupancy.bin").exists() and not (outs["none"] / "occupancy.csv").exists()
+    b = read_long(outs["binary"] / "occupancy.bin")
+    c = read_long(outs["csv"] / "occupancy.csv")
+    for col in ("timeslot", "router", "port", "packets", "bytes"):
+        assert b[col] == c[col], col
+    assert b["time_us"] == pytest.approx(c["time_us"], abs=1e-4)
+    occ = read_occupancy_bin(outs["binary"] / "occupancy.bin")
+    assert occ.timeslot_ns == 1200.0 and occ.interval_timeslots == 5  # 6 us / 1.2 us
+    assert [r.tier for r in occ.routers] == ["tor", "tor", "spine", "spine"]
+    assert max(c["packets"]) > 0  # queues did build
+    # occupancy_summary.csv: the same with every format (histograms, not samples), and it agrees with the samples.
+    summary = (outs["binary"] / "occupancy_summary.csv").read_text()
+    assert summary == (outs["csv"] / "occupancy_summary.csv").read_text() == \
+        (outs["none"] / "occupancy_summary.csv").read_text()
+    per_port: dict[tuple[str, int], list[float]] = {}
+    for router, port, pk in zip(c["router"], c["port"], c["packets"]):
+        per_port.setdefault((router, int(port)), []).append(pk)
+    srows = rows(outs["binary"] / "occupancy_summary.csv")
+    assert len(srows) == len(per_port) == 2 * (4 + 2) + 2 * 2
+    for s in srows:
+        v = per_port[(s["router"], int(s["port"]))]
+        assert int(s["samples"]) == len(v)
+        assert float(s["mean_pkts"]) == pytest.approx(sum(v) / len(v), abs=1e-4)
+        for col, q in (("p50_pkts", 0.5), ("p90_pkts", 0.9), ("p99_pkts", 0.99), ("p999_pkts", 0.999)):
+            assert float(s[col]) == nearest_rank(v, q), (s["router"], s["port"], col)
+        assert float(s["max_pkts"]) == max(v)
+    # flows_summary.csv agrees with flows.csv.
+    flows = rows(outs["none"] / "flows.csv")
+    fs = {r["bucket_pkts"]: r for r in rows(outs["none"] / "flows_summary.csv")}
+    assert int(fs["all"]["flows"]) == len(flows)
+    assert int(fs["all"]["unfinished"]) == sum(f["finished"] == "0" for f in flows)
+    fct = [float(f["fct_us"]) for f in flows if f["finished"] == "1"]
+    assert len(fct) == len(flows) == 10
+    slow = [float(f["slowdown"]) for f in flows if f["finished"] == "1"]
+    assert float(fs["all"]["p99_fct_us"]) == pytest.approx(nearest_rank(fct, 0.99), abs=1e-3)
+    assert float(fs["all"]["mean_slowdown"]) == pytest.approx(sum(slow) / len(slow), rel=1e-5)
+    small = [f for f in flows if 60 <= int(f["size_pkts"]) <= 100]
+    assert int(fs["11-100"]["flows"]) == len(small) == 6 and int(fs["1-10"]["flows"]) == 0
+    assert sum(int(r["flows"]) for k, r in fs.items() if k != "all") == len(flows)
+    # A bad format name is a config error naming the field.
+    bad = write(tmp_path, base + "output: {occupancy: parquet}\n", "bad.yaml")
+    r = run("check", str(bad))
+    assert r.returncode == 2 and "output.occupancy" in r.stderr and "parquet" in r.stderr
+
+
+FAT_TREE = f"""
+seed: 5
+topology: {{kind: fat_tree, k: 4}}
+routers:
+  default: {{scheme: droptail, queue_manager: {{capacity_pkts: 64}}}}
+  agg: {{queue_manager: {{capacity_pkts: 32}}}}
+  core: {{scheme: red, queue_manager: {{min_th_pkts: 4, max_th_pkts: 12, capacity_pkts: 24}}}}
+workload: {{kind: poisson, load: 0.6, size_cdf: {WEB_SEARCH}}}
+run: {{duration_ms: 20, drain_ms: 5, occupancy_interval_us: 12, packet_log: true}}
+"""
+
+
+def test_fat_tree_runs_with_per_tier_schemes_and_identical_files_on_one_and_two_cores(tmp_path: Path) -> None:
+    cfg = write(tmp_path, FAT_TREE)
+    for cores in ("1", "2", "3"):
+        r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / cores), "--cores", cores)
+        assert r.returncode == 0, r.stderr
+        assert "lost outside any queue" not in r.stderr
+    out = tmp_path / "1"
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    routers = meta["routers"]
+    assert len(routers) == 20
+    assert routers["edge0_0"]["scheme"] == "droptail" and routers["edge0_0"]["queue_manager"]["capacity_pkts"] == 64
+    assert routers["agg3_1"]["scheme"] == "droptail" and routers["agg3_1"]["queue_manager"]["capacity_pkts"] == 32
+    assert routers["core1_1"]["scheme"] == "red" and routers["core1_1"]["queue_manager"]["capacity_pkts"] == 24
+    # The ideal FCT follows each flow's own path: 2, 4 or 6 links of 1 timeslot (1.2 us).
+    flows = rows(out / "flows.csv")
+    assert len(flows) == meta["results"]["flows"] > 50
+    seen = set()
+    for f in flows:
+        src, dst = int(f["src"]), int(f["dst"])
+        links = 2 if src // 2 == dst // 2 else 4 if src // 4 == dst // 4 else 6
+        seen.add(links)
+        assert float(f["ideal_fct_us"]) == pytest.approx((int(f["size_pkts"]) + links) * 1.2, abs=1e-3)
+    assert seen == {2, 4, 6}
+    # Every tier queued packets, and every router appears in the occupancy.
+    occ = read_occupancy_bin(out / "occupancy.bin")
+    assert len(occ.routers) == 20
+    busy = {r.tier for r in occ.routers if max(r.packets) > 0}
+    assert busy == {"edge", "agg", "core"}
+    counters = rows(out / "counters.csv")
+    assert {c["router"].rstrip("0123456789_") for c in counters if int(c["dequeued"]) > 0} == {"edge", "agg", "core"}
+    for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.bin", "losses.csv", "occupancy_summary.csv",
+                 "flows_summary.csv"):
+        for cores in ("2", "3"):
+            assert (out / name).read_bytes() == (tmp_path / cores / name).read_bytes(), (cores, name)

@@ -1,3 +1,4 @@
+#include "emulator/output/output.h"
 #include "emulator/config/config.h"
 
 #include <cmath>
@@ -256,8 +257,10 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.live = parse_live(root["live"], c.topology.num_endpoints, file);
 
   if (const YAML::Node n = root["output"]) {
-    check_keys(n, {"dir"}, file, "output");
+    check_keys(n, {"dir", "occupancy"}, file, "output");
     c.output_dir = get_string(n, "dir", "", file, "output");
+    c.occupancy_file = get_string(n, "occupancy", "binary", file, "output");
+    parse_occupancy_file(c.occupancy_file, where(file, n["occupancy"], "output.occupancy"));
   }
   if (c.output_dir.empty()) c.output_dir = "results/" + fs::path(file).stem().string();
   if (!variant.empty()) c.output_dir = (fs::path(c.output_dir) / variant).string();

@@ -57,6 +57,7 @@ struct RunConfig {
   uint32_t cores = 1;
   bool lookahead = true;  // cores promise idle links ahead (results do not depend on it)
   Timeslot occupancy_interval = 0;
+  std::string occupancy_file = "binary";  // output.occupancy: binary | csv | none (emulator/output/output.h)
   bool packet_log = false;
   std::string output_dir;  // resolved against the current directory
   LiveConfig live;

@@ -95,7 +95,6 @@ struct Engine::Core {
   std::vector<std::unique_ptr<Node>> nodes;
   size_t boundary_nodes = 0;
   EventLog log;
-  std::vector<OccupancySample> occupancy;
   std::vector<SchemeStatSample> scheme_stats;
   TimeslotTimer timer;  // if options.time_timeslots
   // Real-time health, written by this core, read by the monitor.
@@ -211,6 +210,9 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   uint32_t id = 0;
   Core* core = nullptr;
   Timeslot sample_every = 0;
+  bool keep_samples = true;
+  OccupancyTrace occupancy;
+  std::vector<uint32_t> byte_row;  // scratch: one sample's bytes per port
   EndpointGroupNode* rack = nullptr;  // the endpoints on this router's ports, if any
   bool trusted = false;               // router->one_packet_per_port()
   PortId rack_end = 0;                // ports below this all lead to the rack ...
@@ -308,13 +310,42 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   }
 
   void sample(Timeslot now) {
+    // One row of the trace and one histogram increment per port (cost: docs/performance.md, "Occupancy output").
     const QueueBank& b = router->bank();
-    for (PortId p = 0; p < b.num_ports(); ++p) {
+    OccupancyTrace& o = occupancy;
+    ++o.samples;
+    for (PortId p = 0; p < o.ports; ++p) {
+      const uint32_t pkts = b.port_packets(p);
+      std::vector<uint64_t>& h = o.histogram[p];
+      if (pkts >= h.size()) [[unlikely]] h.resize(std::max<size_t>(pkts + 1, 2 * h.size()));
+      ++h[pkts];
+    }
+    if (!keep_samples) return sample_stats(now);
+    o.times.push_back(now);
+    const size_t at = o.packets.size();
+    o.packets.resize(at + o.ports);
+    uint32_t* row = o.packets.data() + at;
+    bool uniform = o.packet_bytes != 0;
+    for (PortId p = 0; p < o.ports; ++p) {
+      row[p] = b.port_packets(p);
       uint64_t bytes = 0;
       for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(p, q);
-      core->occupancy.push_back(OccupancySample{now, id, p, b.port_packets(p), bytes});
+      byte_row[p] = static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
+      uniform = uniform && bytes == uint64_t{row[p]} * o.packet_bytes;
     }
+    if (uniform) return sample_stats(now);
+    if (o.packet_bytes) {  // the first mixed sizes: spell out the rows so far
+      o.bytes.resize(at);
+      for (size_t i = 0; i < at; ++i) o.bytes[i] = o.bytes_at(i);
+      o.packet_bytes = 0;
+    }
+    o.bytes.insert(o.bytes.end(), byte_row.begin(), byte_row.end());
+    sample_stats(now);
+  }
+
+  void sample_stats(Timeslot now) {
     if (!has_stats) return;
+    const QueueBank& b = router->bank();
     struct ToCore final : StatsOut {
       std::vector<SchemeStatSample>& out;
       SchemeStatSample s;
@@ -391,6 +422,11 @@ void Engine::build(Traffic& traffic) {
     node->id = r;
     node->core = cores_[router_core_[r]].get();
     node->sample_every = options_.occupancy_interval;
+    node->keep_samples = options_.occupancy_samples;
+    node->occupancy.ports = spec.num_ports;
+    node->occupancy.packet_bytes = options_.mtu_bytes;
+    node->byte_row.assign(spec.num_ports, 0);
+    node->occupancy.histogram.assign(options_.occupancy_interval ? spec.num_ports : 0, std::vector<uint64_t>(64, 0));
     node->trusted = routers_[r]->one_packet_per_port();
     node->out.assign(spec.num_ports, nullptr);
     node->kind.assign(spec.num_ports, PortKind::kNone);
@@ -604,6 +640,16 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   if (end <= now_) return;
   const Timeslot begin = now_;
   end_.store(end);
+  if (options_.occupancy_interval && options_.occupancy_samples && options_.clock == Clock::kVirtual) {
+    // Room for every sample of this run up front (no regrowth copies), within reason.
+    const uint64_t rows = (end - 1) / options_.occupancy_interval - begin / options_.occupancy_interval + 1;
+    for (RouterNode* n : router_nodes_) {
+      OccupancyTrace& o = n->occupancy;
+      const uint64_t want = std::min<uint64_t>(o.times.size() + rows, (uint64_t{1} << 26) / std::max<uint16_t>(o.ports, 1));
+      o.times.reserve(want);
+      o.packets.reserve(want * o.ports);
+    }
+  }
   start_slot_ = begin;
   start_ns_ = wall_ns() + 1000000;  // real time: 1 ms for the cores to start
   ThreadLauncher threads;
@@ -700,11 +746,18 @@ std::vector<PacketEvent> Engine::events() const {
 
 std::vector<OccupancySample> Engine::occupancy() const {
   std::vector<OccupancySample> all;
-  for (const auto& c : cores_) all.insert(all.end(), c->occupancy.begin(), c->occupancy.end());
+  for (const RouterNode* n : router_nodes_) {
+    const OccupancyTrace& o = n->occupancy;
+    for (size_t i = 0; i < o.times.size(); ++i)
+      for (PortId p = 0; p < o.ports; ++p)
+        all.push_back(OccupancySample{o.times[i], n->id, p, o.packets[i * o.ports + p], o.bytes_at(i * o.ports + p)});
+  }
   std::sort(all.begin(), all.end(), [](const OccupancySample& a, const OccupancySample& b) {
     return std::tie(a.time, a.router, a.port) < std::tie(b.time, b.router, b.port);
   });
   return all;
 }
+
+const OccupancyTrace& Engine::occupancy_trace(uint32_t i) const { return router_nodes_.at(i)->occupancy; }
 
 }  // namespace flexplane

@@ -18,6 +18,7 @@
 //    the registry, traffic from a Traffic implementation.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -47,6 +48,7 @@ struct EngineOptions {
   double sleep_threshold_ns = 100000; //   (long timeslots on small shared machines)
   std::vector<uint32_t> router_core;  // optional: core of each router (size == routers); default round-robin by ToR
   Timeslot occupancy_interval = 0;    // sample every port's backlog every N timeslots (0 = off)
+  bool occupancy_samples = true;      // keep every sample (OccupancyTrace); false: only the per-port histograms
   bool packet_log = false;            // record every delivery as well as every drop
   uint32_t max_lead_timeslots = 64;   // how far a core may run ahead of a downstream neighbour
   uint64_t seed = 1;
@@ -70,6 +72,28 @@ struct OccupancySample {
   uint64_t bytes;
   bool operator==(const OccupancySample& o) const {
     return time == o.time && router == o.router && port == o.port && packets == o.packets && bytes == o.bytes;
+  }
+};
+
+// One router's sampled backlog (options.occupancy_interval): a row per sample
+// with a column per port, written by the router's own core without locks or
+// sorting (8 bytes per port and sample, against 32 for an OccupancySample),
+// and every sample also counted in a per-port histogram, so percentiles need
+// no samples at all (options.occupancy_samples = false keeps only those).
+struct OccupancyTrace {
+  uint16_t ports = 0;
+  uint64_t samples = 0;                // taken (also when not kept)
+  std::vector<Timeslot> times;         // kept samples' timeslots
+  std::vector<uint32_t> packets;       // [sample * ports + port]: all queues of the port together
+  // Bytes: while every queued packet has the same size (virtual-time flows:
+  // the abstract packet's), only that size is kept (packet_bytes > 0, `bytes`
+  // empty); the first sample that differs spells out every row in `bytes`.
+  uint32_t packet_bytes = 0;
+  std::vector<uint32_t> bytes;         // [sample * ports + port], saturating at 2^32 - 1 (if packet_bytes == 0)
+  std::vector<std::vector<uint64_t>> histogram;  // [port][backlog in packets]: samples that saw it
+  uint32_t bytes_at(size_t i) const {
+    return packet_bytes ? static_cast<uint32_t>(std::min<uint64_t>(uint64_t{packets[i]} * packet_bytes, UINT32_MAX))
+                        : bytes[i];
   }
 };
 
@@ -142,8 +166,11 @@ class Engine {
 
   // Drops (always) and deliveries (if packet_log), merged over cores, sorted.
   std::vector<PacketEvent> events() const;
-  // Occupancy samples merged over cores, sorted by (time, router, port).
+  // Occupancy samples merged over cores, sorted by (time, router, port)
+  // (needs options.occupancy_samples; the traces below are the compact form).
   std::vector<OccupancySample> occupancy() const;
+  // Router `i`'s occupancy samples and histograms.
+  const OccupancyTrace& occupancy_trace(uint32_t i) const;
   // Scheme statistics, sampled with the occupancy, merged and sorted by
   // (time, router, port, stat, queue).
   std::vector<SchemeStatSample> scheme_stats() const;

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "api/rng.h"
 #include "emulator/traffic/backlog_traffic.h"
 #include "emulator/traffic/flow_traffic.h"
@@ -73,12 +75,15 @@ struct LeafSpineRun {
   uint32_t racks = 3, spines = 2;
   uint32_t remote_one_in = 1;  // 1: destinations uniform over all endpoints
   uint64_t seed = 7;
+  uint32_t fat_tree_k = 0;     // > 0: a k-ary fat tree instead (racks of k/2 endpoints under its edges)
 };
 
 RunOutput run_leaf_spine(const LeafSpineRun& run) {
-  Topology topo = make_leaf_spine(run.racks, 8, run.spines, 1, 1);
-  FlowList flows = run.remote_one_in == 1 ? random_flows(topo.num_endpoints, 600, 4000, run.seed)
-                                          : rack_local_flows(topo.num_endpoints, 8, 600, 4000, run.remote_one_in, run.seed);
+  Topology topo = run.fat_tree_k ? make_fat_tree(run.fat_tree_k, 1) : make_leaf_spine(run.racks, 8, run.spines, 1, 1);
+  const uint32_t per_rack = run.fat_tree_k ? run.fat_tree_k / 2 : 8;
+  FlowList flows = run.remote_one_in == 1
+                       ? random_flows(topo.num_endpoints, 600, 4000, run.seed)
+                       : rack_local_flows(topo.num_endpoints, per_rack, 600, 4000, run.remote_one_in, run.seed);
   EndpointStamping stamping;
   stamping.priority = PriorityStamp::kRemainingSize;
   FlowTraffic traffic(flows, topo.num_endpoints, stamping);
@@ -165,6 +170,44 @@ TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][d
       run.cores = cores;
       require_same(run_leaf_spine(run), one);
     }
+  }
+}
+
+TEST_CASE("fat tree (three tiers): 1-core and N-core runs are identical, with and without lookahead",
+          "[engine][determinism][fat_tree]") {
+  // k = 4: 16 endpoints, 20 routers in three tiers, ECMP at two of them, on 2 and 3 cores with
+  // and without lookahead; and k = 6 with rack-local traffic, so cores promise quiet spells
+  // across all three tiers. (Kept small: this also runs under TSan.)
+  struct Case {
+    uint32_t k;
+    std::string scheme;
+    std::vector<uint32_t> cores;
+    std::vector<bool> lookahead;
+  };
+  for (const Case& c : {Case{4, "droptail", {2, 3}, {true, false}}, Case{4, "pfabric", {3}, {true}},
+                        Case{6, "droptail", {2}, {true}}}) {
+    LeafSpineRun run;
+    run.fat_tree_k = c.k;
+    run.scheme = c.scheme;
+    run.remote_one_in = c.k == 4 ? 1 : 10;
+    const RunOutput one = run_leaf_spine(run);
+    REQUIRE(one.events.size() > 1000);
+    uint64_t drops = 0;
+    for (const auto& e : one.events) drops += e.kind == PacketEvent::kDropped;
+    REQUIRE(drops > 0);
+    // Every tier held packets at some point (nothing stays in the edges only).
+    const Topology topo = make_fat_tree(c.k, 1);
+    std::set<std::string> busy_tiers;
+    for (const OccupancySample& o : one.occupancy)
+      if (o.packets) busy_tiers.insert(topo.routers[o.router].tier);
+    REQUIRE(busy_tiers == std::set<std::string>{"edge", "agg", "core"});
+    for (uint32_t cores : c.cores)
+      for (bool lookahead : c.lookahead) {
+        INFO("k " << c.k << ", scheme " << c.scheme << ", cores " << cores << ", lookahead " << lookahead);
+        run.cores = cores;
+        run.lookahead = lookahead;
+        require_same(run_leaf_spine(run), one);
+      }
   }
 }
 
@@ -349,4 +392,63 @@ TEST_CASE("a router sending twice on one port, or on a missing port, loses those
   REQUIRE(engine.link_collisions() == 2);
   REQUIRE(traffic.finished(0));
   REQUIRE_FALSE(traffic.finished(1));
+}
+
+TEST_CASE("occupancy traces: rows per sample, histograms of every sample, bytes kept only when sizes differ",
+          "[engine][occupancy]") {
+  // 4 endpoints on one ToR; 0, 1, 2 each send 30 packets to 3 from t = 0 and 3 sends 10 to 0 from t = 100:
+  // port 3 builds a queue of up to 2 packets a timeslot, then drains.
+  Topology topo = make_single_rack(4, 1);
+  FlowList flows = {{0, 0, 3, 30, 0}, {1, 1, 3, 30, 0}, {2, 2, 3, 30, 0}, {3, 3, 0, 10, 100}};
+  auto run = [&](uint16_t packet_bytes, uint32_t engine_mtu, bool keep) {
+    EndpointStamping stamping;
+    stamping.packet_bytes = packet_bytes;
+    auto traffic = std::make_unique<FlowTraffic>(flows, 4, stamping);
+    EngineOptions opt;
+    opt.occupancy_interval = 3;
+    opt.occupancy_samples = keep;
+    opt.mtu_bytes = engine_mtu;
+    auto engine = std::make_unique<Engine>(topo, routers_for(topo, "droptail"), *traffic, opt);
+    engine->run(300);
+    return std::make_pair(std::move(engine), std::move(traffic));
+  };
+  // Packets of the engine's size: bytes are not stored, yet read back as packets x size.
+  const auto [same, t1] = run(1500, 1500, true);
+  const OccupancyTrace& a = same->occupancy_trace(0);
+  REQUIRE(a.samples == 100);  // timeslots 0, 3, ..., 297
+  REQUIRE(a.times.size() == 100);
+  REQUIRE(a.times[1] == 3);
+  REQUIRE(a.packets.size() == 100 * 4);
+  REQUIRE(a.packet_bytes == 1500);
+  REQUIRE(a.bytes.empty());
+  uint32_t peak = 0;
+  for (size_t i = 0; i < a.packets.size(); ++i) {
+    peak = std::max(peak, a.packets[i]);
+    REQUIRE(a.bytes_at(i) == a.packets[i] * 1500);
+  }
+  REQUIRE(peak >= 20);  // 90 packets into a 1-per-timeslot port over 30 timeslots
+  // The histograms count every sample of every port, and agree with the rows.
+  for (PortId p = 0; p < 4; ++p) {
+    std::vector<uint64_t> h(a.histogram[p].size(), 0);
+    for (size_t i = 0; i < 100; ++i) ++h.at(a.packets[i * 4 + p]);
+    REQUIRE(h == a.histogram[p]);
+  }
+  // Packets of another size than the engine's: from the first queued packet on, every row's bytes are kept,
+  // the earlier rows spelled out; packets and bytes read back the same as with the sizes agreeing.
+  const auto [other, t2] = run(1000, 1500, true);
+  const OccupancyTrace& b = other->occupancy_trace(0);
+  REQUIRE(b.packet_bytes == 0);
+  REQUIRE(b.bytes.size() == b.packets.size());
+  const auto [same1000, t3] = run(1000, 1000, true);
+  REQUIRE(other->occupancy() == same1000->occupancy());
+  REQUIRE(same1000->occupancy_trace(0).packet_bytes == 1000);
+  for (size_t i = 0; i < b.packets.size(); ++i) REQUIRE(b.bytes[i] == b.packets[i] * 1000);
+  // Samples off: the same histograms, no rows.
+  const auto [hist_only, t4] = run(1500, 1500, false);
+  const OccupancyTrace& c = hist_only->occupancy_trace(0);
+  REQUIRE(c.samples == 100);
+  REQUIRE(c.times.empty());
+  REQUIRE(c.packets.empty());
+  REQUIRE(c.histogram == a.histogram);
+  REQUIRE(hist_only->occupancy().empty());
 }

@@ -178,6 +178,8 @@ int live_impl(const LiveArgs& a) {
   std::vector<ResolvedRouter> resolved;
   std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
   const WireFormat wire = wire_format(a, c, resolved);
+  prepare_output_dir(c.output_dir);  // an unwritable folder fails before the EAL and the endpoints start
+  const OccupancyFile occupancy_file = parse_occupancy_file(c.occupancy_file, c.file + ": output.occupancy");
 
   // 2. EAL and the port.
   EalSession eal(a.eal_args);
@@ -198,7 +200,6 @@ int live_impl(const LiveArgs& a) {
   std::vector<LiveVerdict> recorded;
   if (a.record) core.record_verdicts(&recorded);
 
-  fs::create_directories(c.output_dir);
   const fs::path dir(c.output_dir);
   const uint64_t t0 = mono_ns();
   LiveStats stats((dir / "live_stats.csv").string(), c.cores, a.quiet, t0);
@@ -234,7 +235,7 @@ int live_impl(const LiveArgs& a) {
   std::signal(SIGTERM, SIG_DFL);
 
   // 5. Outputs: the engine's as in virtual time, and the live run's own.
-  write_engine_outputs(c.output_dir, engine, opt, 0, c.packet_log ? engine.events() : std::vector<PacketEvent>{});
+  write_engine_outputs(c.output_dir, engine, opt, occupancy_file, 0, c.packet_log ? engine.events() : std::vector<PacketEvent>{});
   core.write_counters_csv((dir / "comm_counters.csv").string());
   write_live_summary((dir / "live_summary.yaml").string(), c, engine, core, (mono_ns() - t0) / 1e9);
   if (a.record) {

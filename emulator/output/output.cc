@@ -1,6 +1,10 @@
 #include "emulator/output/output.h"
 
+#include <algorithm>
+#include <bit>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -87,14 +91,204 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
   }
 }
 
+OccupancyFile parse_occupancy_file(const std::string& name, const std::string& where) {
+  if (name == "binary") return OccupancyFile::kBinary;
+  if (name == "csv") return OccupancyFile::kCsv;
+  if (name == "none") return OccupancyFile::kNone;
+  throw ConfigError(where + ": unknown occupancy file '" + name + "' (known: binary, csv, none)");
+}
+
+const char* occupancy_file_name(OccupancyFile f) {
+  return f == OccupancyFile::kBinary ? "binary" : f == OccupancyFile::kCsv ? "csv" : "none";
+}
+
+namespace {
+
+// JSON string body (router names are plain, but never trust a config).
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void put(FILE* f, const void* data, size_t bytes, const std::string& path) {
+  if (bytes && std::fwrite(data, 1, bytes, f) != bytes) throw std::runtime_error(path + ": write failed");
+}
+
+}  // namespace
+
+// Layout (docs/output-format.md, plots/occupancy_io.py): magic, header length,
+// JSON header, then per router (header order) times[n] u64, packets[n][ports]
+// u32 and, unless the header gives the router a packet_bytes, bytes[n][ports]
+// u32; little-endian. Written as the engine holds it: no
+// sorting, no formatting, three fwrite calls per router.
+void write_occupancy_bin(const std::string& path, double timeslot_ns, Timeslot interval, const Engine& engine) {
+  static_assert(std::endian::native == std::endian::little, "occupancy.bin is little-endian");
+  File out(path);
+  std::string h = "{\"format\": \"flexplane-occupancy\", \"version\": 1, \"timeslot_ns\": " +
+                  std::to_string(timeslot_ns) + ", \"interval_timeslots\": " + std::to_string(interval) +
+                  ", \"routers\": [";
+  for (uint32_t i = 0; i < engine.num_routers(); ++i) {
+    const OccupancyTrace& o = engine.occupancy_trace(i);
+    const auto& spec = engine.topology().routers[i];
+    h += std::string(i ? ", " : "") + "{\"name\": \"" + json_escape(spec.name) + "\", \"tier\": \"" +
+         json_escape(spec.tier) + "\", \"ports\": " + std::to_string(o.ports) +
+         ", \"samples\": " + std::to_string(o.times.size()) +
+         ", \"packet_bytes\": " + std::to_string(o.packet_bytes) + "}";
+  }
+  h += "]}\n";
+  const char magic[8] = {'F', 'P', 'O', 'C', 'C', '1', '\n', '\0'};
+  const uint32_t len = static_cast<uint32_t>(h.size());
+  put(out.f, magic, sizeof magic, path);
+  put(out.f, &len, sizeof len, path);
+  put(out.f, h.data(), h.size(), path);
+  for (uint32_t i = 0; i < engine.num_routers(); ++i) {
+    const OccupancyTrace& o = engine.occupancy_trace(i);
+    put(out.f, o.times.data(), o.times.size() * sizeof(Timeslot), path);
+    put(out.f, o.packets.data(), o.packets.size() * sizeof(uint32_t), path);
+    if (!o.packet_bytes) put(out.f, o.bytes.data(), o.bytes.size() * sizeof(uint32_t), path);
+  }
+  if (std::fflush(out.f) != 0) throw std::runtime_error(path + ": write failed");
+}
+
 void write_occupancy_csv(const std::string& path, double timeslot_ns, const Engine& engine) {
   File out(path);
   const double ts_us = timeslot_ns / 1000.0;
   std::fprintf(out.f, "timeslot,time_us,router,port,packets,bytes\n");
-  for (const auto& s : engine.occupancy())
-    std::fprintf(out.f, "%llu,%.4f,%s,%u,%u,%llu\n", static_cast<unsigned long long>(s.time), s.time * ts_us,
-                 engine.topology().routers[s.router].name.c_str(), s.port, s.packets,
-                 static_cast<unsigned long long>(s.bytes));
+  // Every router samples at the same timeslots, so (time, router, port) order
+  // is row i of every router in turn; otherwise fall back to a sorted merge.
+  bool aligned = true;
+  const OccupancyTrace& first = engine.occupancy_trace(0);
+  for (uint32_t r = 1; r < engine.num_routers(); ++r) aligned = aligned && engine.occupancy_trace(r).times == first.times;
+  auto row = [&](Timeslot t, uint32_t router, PortId port, uint32_t packets, uint64_t bytes) {
+    std::fprintf(out.f, "%llu,%.4f,%s,%u,%u,%llu\n", static_cast<unsigned long long>(t), t * ts_us,
+                 engine.topology().routers[router].name.c_str(), port, packets, static_cast<unsigned long long>(bytes));
+  };
+  if (!aligned) {
+    for (const auto& s : engine.occupancy()) row(s.time, s.router, s.port, s.packets, s.bytes);
+    return;
+  }
+  for (size_t i = 0; i < first.times.size(); ++i)
+    for (uint32_t r = 0; r < engine.num_routers(); ++r) {
+      const OccupancyTrace& o = engine.occupancy_trace(r);
+      for (PortId p = 0; p < o.ports; ++p) row(o.times[i], r, p, o.packets[i * o.ports + p], o.bytes_at(i * o.ports + p));
+    }
+}
+
+uint64_t histogram_percentile(const std::vector<uint64_t>& histogram, uint64_t total, double q) {
+  if (!total) return 0;
+  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(total))));
+  uint64_t seen = 0;
+  for (size_t v = 0; v < histogram.size(); ++v)
+    if ((seen += histogram[v]) >= rank) return v;
+  return histogram.empty() ? 0 : histogram.size() - 1;
+}
+
+void write_occupancy_summary_csv(const std::string& path, const Engine& engine) {
+  File out(path);
+  std::fprintf(out.f, "router,tier,port,samples,mean_pkts,p50_pkts,p90_pkts,p99_pkts,p999_pkts,max_pkts\n");
+  for (uint32_t i = 0; i < engine.num_routers(); ++i) {
+    const OccupancyTrace& o = engine.occupancy_trace(i);
+    const auto& spec = engine.topology().routers[i];
+    for (PortId p = 0; p < o.histogram.size(); ++p) {
+      const std::vector<uint64_t>& h = o.histogram[p];
+      double sum = 0;
+      uint64_t max = 0;
+      for (size_t v = 0; v < h.size(); ++v)
+        if (h[v]) {
+          sum += static_cast<double>(v) * static_cast<double>(h[v]);
+          max = v;
+        }
+      std::fprintf(out.f, "%s,%s,%u,%llu,%.4f,%llu,%llu,%llu,%llu,%llu\n", spec.name.c_str(), spec.tier.c_str(), p,
+                   (unsigned long long)o.samples, o.samples ? sum / static_cast<double>(o.samples) : 0.0,
+                   (unsigned long long)histogram_percentile(h, o.samples, 0.5),
+                   (unsigned long long)histogram_percentile(h, o.samples, 0.9),
+                   (unsigned long long)histogram_percentile(h, o.samples, 0.99),
+                   (unsigned long long)histogram_percentile(h, o.samples, 0.999), (unsigned long long)max);
+    }
+  }
+}
+
+namespace {
+// Nearest-rank percentile of sorted values.
+double sorted_percentile(const std::vector<double>& v, double q) {
+  if (v.empty()) return NAN;
+  const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))));
+  return v[std::min(rank, v.size()) - 1];
+}
+}  // namespace
+
+void write_flows_summary_csv(const std::string& path, const Topology& topology, double timeslot_ns,
+                             const FlowTraffic& traffic) {
+  struct Bucket {
+    Bucket(const char* n, uint32_t l, uint32_t h) : name(n), lo(l), hi(h) {}
+    const char* name;
+    uint32_t lo, hi;  // size_pkts in (lo, hi], as plots/plot_fct.py's default buckets
+    uint64_t flows = 0, unfinished = 0;
+    std::vector<double> fct, slowdown;
+  };
+  std::vector<Bucket> buckets = {{"1-10", 0, 10},           {"11-100", 10, 100},      {"101-1000", 100, 1000},
+                                 {"1001-10000", 1000, 10000}, {"10001-", 10000, UINT32_MAX}, {"all", 0, UINT32_MAX}};
+  const double ts_us = timeslot_ns / 1000.0;
+  const auto& flows = traffic.flows();
+  const auto& states = traffic.states();
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const FlowSpec& f = flows[i];
+    const bool done = states[i].delivered == f.size_pkts;
+    Topology::Path path;
+    const bool reachable = topology.find_path(f.src, f.dst, f.id, &path);
+    for (Bucket& b : buckets) {
+      if (f.size_pkts <= b.lo || f.size_pkts > b.hi) continue;
+      ++b.flows;
+      if (!done) {
+        ++b.unfinished;
+        continue;
+      }
+      const double fct = (states[i].finish - f.start + 1) * ts_us;
+      b.fct.push_back(fct);
+      if (reachable) b.slowdown.push_back(fct / ((f.size_pkts + path.latency) * ts_us));
+    }
+  }
+  File out(path);
+  std::fprintf(out.f,
+               "bucket_pkts,flows,unfinished,mean_fct_us,p50_fct_us,p99_fct_us,mean_slowdown,p50_slowdown,"
+               "p99_slowdown\n");
+  for (Bucket& b : buckets) {
+    std::sort(b.fct.begin(), b.fct.end());
+    std::sort(b.slowdown.begin(), b.slowdown.end());
+    auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return v.empty() ? NAN : s / static_cast<double>(v.size());
+    };
+    std::fprintf(out.f, "%s,%llu,%llu,%.4f,%.4f,%.4f,%.6f,%.6f,%.6f\n", b.name, (unsigned long long)b.flows,
+                 (unsigned long long)b.unfinished, mean(b.fct), sorted_percentile(b.fct, 0.5),
+                 sorted_percentile(b.fct, 0.99), mean(b.slowdown), sorted_percentile(b.slowdown, 0.5),
+                 sorted_percentile(b.slowdown, 0.99));
+  }
+}
+
+void prepare_output_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ConfigError("output folder " + dir + ": cannot create it: " + ec.message());
+  if (!fs::is_directory(dir, ec)) throw ConfigError("output folder " + dir + ": exists and is not a folder");
+  const fs::path probe = fs::path(dir) / ".flexplane-write-test";
+  FILE* f = std::fopen(probe.c_str(), "w");
+  bool ok = f != nullptr;
+  if (f) ok = (std::fputs("ok\n", f) >= 0) & (std::fclose(f) == 0);
+  if (!ok) throw ConfigError("output folder " + dir + ": cannot write in it: " + std::strerror(errno));
+  fs::remove(probe, ec);
 }
 
 void write_counters_csv(const std::string& path, const Engine& engine) {
@@ -196,12 +390,16 @@ void write_packets_csv(const std::string& path, const Engine& engine, const std:
 }
 
 void write_engine_outputs(const std::string& dir, const Engine& engine, const EngineOptions& options,
-                          uint64_t unexpected, const std::vector<PacketEvent>& events) {
+                          OccupancyFile occupancy, uint64_t unexpected, const std::vector<PacketEvent>& events) {
   const std::filesystem::path d(dir);
   write_counters_csv((d / "counters.csv").string(), engine);
   write_losses_csv((d / "losses.csv").string(), engine, unexpected);
   if (options.occupancy_interval) {
-    write_occupancy_csv((d / "occupancy.csv").string(), options.timeslot_ns, engine);
+    if (occupancy == OccupancyFile::kBinary)
+      write_occupancy_bin((d / "occupancy.bin").string(), options.timeslot_ns, options.occupancy_interval, engine);
+    else if (occupancy == OccupancyFile::kCsv)
+      write_occupancy_csv((d / "occupancy.csv").string(), options.timeslot_ns, engine);
+    write_occupancy_summary_csv((d / "occupancy_summary.csv").string(), engine);
     bool stats = false;
     for (uint32_t i = 0; i < engine.num_routers(); ++i) stats = stats || !engine.router(i).stat_descs().empty();
     if (stats) write_scheme_stats_csv((d / "scheme_stats.csv").string(), options.timeslot_ns, engine);

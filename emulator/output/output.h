@@ -16,7 +16,26 @@ namespace flexplane {
 
 void write_flows_csv(const std::string& path, const Topology& topology, double timeslot_ns, uint32_t packet_bytes,
                      const FlowTraffic& traffic, const std::vector<uint32_t>& lost_per_flow);
+// Sampled backlog (run.occupancy_file): occupancy.bin, compact and written
+// straight from the engine's per-router traces (the default); occupancy.csv,
+// one row per (time, router, port), for small runs; or none. Either way
+// occupancy_summary.csv (per-port percentiles from the histograms) is written.
+enum class OccupancyFile { kBinary, kCsv, kNone };
+OccupancyFile parse_occupancy_file(const std::string& name, const std::string& where);  // binary | csv | none
+const char* occupancy_file_name(OccupancyFile f);
+void write_occupancy_bin(const std::string& path, double timeslot_ns, Timeslot interval, const Engine& engine);
 void write_occupancy_csv(const std::string& path, double timeslot_ns, const Engine& engine);
+void write_occupancy_summary_csv(const std::string& path, const Engine& engine);
+// Nearest-rank percentile (0 < q <= 1) of a histogram [value] -> count.
+uint64_t histogram_percentile(const std::vector<uint64_t>& histogram, uint64_t total, double q);
+
+// Per-flow FCT summary by flow-size bucket (flows_summary.csv).
+void write_flows_summary_csv(const std::string& path, const Topology& topology, double timeslot_ns,
+                             const FlowTraffic& traffic);
+
+// Creates `dir` (and parents) and checks a file can be written in it, before
+// a run starts; throws ConfigError (a bad output.dir / --out) naming the folder and the reason.
+void prepare_output_dir(const std::string& dir);
 void write_scheme_stats_csv(const std::string& path, double timeslot_ns, const Engine& engine);
 void write_counters_csv(const std::string& path, const Engine& engine);
 void write_packets_csv(const std::string& path, const Engine& engine, const std::vector<PacketEvent>& events);
@@ -37,9 +56,10 @@ Losses losses(const Engine& engine, uint64_t unexpected);
 void write_losses_csv(const std::string& path, const Engine& engine, uint64_t unexpected);
 
 // What every run writes from its engine into `dir`: counters.csv, losses.csv,
-// and, when the options asked for them, occupancy.csv and scheme_stats.csv
-// (occupancy_interval) and packets.csv (packet_log, from `events`).
+// and, when the options asked for them, the occupancy file (`occupancy`),
+// occupancy_summary.csv and scheme_stats.csv (occupancy_interval) and
+// packets.csv (packet_log, from `events`).
 void write_engine_outputs(const std::string& dir, const Engine& engine, const EngineOptions& options,
-                          uint64_t unexpected, const std::vector<PacketEvent>& events);
+                          OccupancyFile occupancy, uint64_t unexpected, const std::vector<PacketEvent>& events);
 
 }  // namespace flexplane

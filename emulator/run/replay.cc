@@ -18,6 +18,8 @@ namespace {
 
 int replay_impl(const ReplayArgs& a) {
   RunConfig c = pick_run(a.config, a.variant);
+  const std::string out_dir = a.out_dir.empty() ? c.output_dir : a.out_dir;
+  prepare_output_dir(out_dir);  // before reading the arrivals and replaying them, not after
   const uint32_t cores = a.cores ? a.cores : c.cores;
   std::vector<RecordedArrival> arrivals = read_arrivals_csv(a.arrivals);
   for (const auto& x : arrivals)
@@ -36,9 +38,7 @@ int replay_impl(const ReplayArgs& a) {
   const EngineOptions eopt = engine_options(c, cores);
   Engine engine(c.topology, std::move(routers), replay, eopt);
   engine.run(static_cast<Timeslot>(end));
-  const std::string out_dir = a.out_dir.empty() ? c.output_dir : a.out_dir;
-  fs::create_directories(out_dir);
-  // run.occupancy_interval_us: the queues of the live run, replayed
+  // run.occupancy_interval_us: the queues of the live run, replayed (always the CSV: kmod/vm reads it)
   if (eopt.occupancy_interval)
     write_occupancy_csv((fs::path(out_dir) / "occupancy.csv").string(), eopt.timeslot_ns, engine);
   const std::vector<LiveVerdict> v = replay.verdicts();

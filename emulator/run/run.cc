@@ -82,6 +82,8 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
 }  // namespace
 
 RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
+  prepare_output_dir(c.output_dir);  // fail before the run, not after it
+  const OccupancyFile occupancy_file = parse_occupancy_file(c.occupancy_file, c.file + ": output.occupancy");
   std::vector<ResolvedRouter> resolved;
   std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
 
@@ -128,11 +130,11 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
 
   s.losses = losses(engine, traffic.unexpected_arrivals());
 
-  fs::create_directories(c.output_dir);
   const fs::path dir(c.output_dir);
   write_flows_csv((dir / "flows.csv").string(), c.topology, c.network.timeslot_ns(), c.network.abstract_packet_bytes,
                   traffic, lost);
-  write_engine_outputs(c.output_dir, engine, opt, traffic.unexpected_arrivals(), events);
+  write_flows_summary_csv((dir / "flows_summary.csv").string(), c.topology, c.network.timeslot_ns(), traffic);
+  write_engine_outputs(c.output_dir, engine, opt, occupancy_file, traffic.unexpected_arrivals(), events);
   write_metadata((dir / "metadata.yaml").string(), c, resolved, stamping.priority, wstats, s);
   return s;
 }

@@ -29,6 +29,7 @@ EngineOptions engine_options(const RunConfig& c, uint32_t cores) {
   opt.timeslot_ns = c.network.timeslot_ns();
   opt.lookahead = c.lookahead;
   opt.occupancy_interval = c.occupancy_interval;
+  opt.occupancy_samples = c.occupancy_file != "none";  // none: histograms only (occupancy_summary.csv)
   opt.packet_log = c.packet_log;
   return opt;
 }

@@ -92,7 +92,7 @@ template <> struct KindName<TopologyKind> { static const char* get() { return "t
 #define FLEXPLANE_REGISTER_TOPOLOGY(Class, name, doc, ...) \
   FLEXPLANE_REGISTER_(TopologyKind, Class, name, doc __VA_OPT__(, ) __VA_ARGS__)
 
-// The built-in kinds (topologies/single_rack.cc, topologies/leaf_spine.cc),
+// The built-in kinds (topologies/single_rack.cc, leaf_spine.cc, fat_tree.cc),
 // also callable directly.
 // N endpoints on one ToR: ports 0..N-1 face endpoints 0..N-1.
 Topology make_single_rack(uint32_t endpoints, uint32_t latency_timeslots);
@@ -102,5 +102,8 @@ Topology make_single_rack(uint32_t endpoints, uint32_t latency_timeslots);
 // rack-major. Inter-rack traffic is spread by ECMP over a flow hash.
 Topology make_leaf_spine(uint32_t racks, uint32_t endpoints_per_rack, uint32_t spines, uint32_t links_per_spine,
                          uint32_t latency_timeslots);
+// The k-ary fat tree (topologies/fat_tree.cc: numbering, ports and routing
+// there): k^3/4 endpoints, tiers "edge", "agg", "core"; ECMP up by flow hash.
+Topology make_fat_tree(uint32_t k, uint32_t latency_timeslots);
 
 }  // namespace flexplane

@@ -33,6 +33,8 @@ def emulator_config(c: dict, seed: int, hosts: int | None, experiment_file: Path
         "workload": {"kind": "poisson", "load": 0.01, "fixed_size_pkts": 1},  # unused by `live`
         "run": {"cores": c["emulator"]["cores"], "duration_ms": 1,
                 "occupancy_interval_us": c["emulator"]["occupancy_interval_us"]},
+        # analysis.queue_samples and plots/plot_lab.py read the long CSV (small live runs)
+        "output": {"occupancy": "csv"},
         "live": {"emulator_ip": EMULATOR_IP, "udp_port": EMULATOR_PORT,
                  "endpoint_queue_pkts": c["emulator"]["endpoint_queue_pkts"],
                  "sleep_when_ahead": c["emulator"]["sleep_when_ahead"], "stats_interval_s": 1},
