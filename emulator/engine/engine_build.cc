@@ -1,0 +1,207 @@
+// Engine set-up: nodes from the topology, links between them, cores and
+// their lookahead (docs/design.md, "Engine").
+#include <algorithm>
+#include <cassert>
+#include <map>
+
+#include "api/params.h"
+#include "emulator/engine/engine.h"
+#include "emulator/engine/engine_nodes.h"
+#include "emulator/engine/lookahead.h"
+
+namespace flexplane {
+
+namespace {
+uint32_t next_pow2(uint32_t x) {
+  uint32_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+}  // namespace
+
+void Engine::build(Traffic& traffic) {
+  const uint32_t nr = static_cast<uint32_t>(topology_.routers.size());
+
+  // Core assignment: explicit, or ToRs (with their racks) round-robin, then the rest.
+  router_core_ = options_.router_core;
+  if (router_core_.empty()) {
+    router_core_.assign(nr, 0);
+    uint32_t next = 0;
+    for (int pass = 0; pass < 2; ++pass)
+      for (uint32_t r = 0; r < nr; ++r) {
+        const bool has_endpoints = !topology_.endpoints_of(r).empty();
+        if (has_endpoints == (pass == 0)) router_core_[r] = next++ % options_.cores;
+      }
+  }
+  if (router_core_.size() != nr) throw ConfigError("engine: router_core must name a core for every router");
+  for (uint32_t c : router_core_)
+    if (c >= options_.cores) throw ConfigError("engine: router assigned to core " + std::to_string(c) + " of " +
+                                               std::to_string(options_.cores));
+
+  uint32_t max_latency = topology_.endpoint_latency_timeslots;
+  for (const auto& l : topology_.router_links) max_latency = std::max(max_latency, l.latency_timeslots);
+  window_ = next_pow2(max_latency + options_.max_lead_timeslots + 2);
+
+  for (uint32_t c = 0; c < options_.cores; ++c) {
+    cores_.push_back(std::make_unique<Core>(options_.packet_log));
+    cores_.back()->id = c;
+    cores_.back()->log.set_drop_handling(traffic.drop_sink(c), traffic.record_drops() || options_.packet_log);
+  }
+
+  // Same-core links only need latency + 1 slots (smaller, cache-hot wheels);
+  // cross-core links need room for the allowed lead.
+  auto new_link = [&](uint32_t latency, uint32_t from_core, uint32_t to_core) {
+    links_.push_back(std::make_unique<Link>());
+    links_.back()->init(latency, from_core == to_core ? next_pow2(latency + 1) : window_);
+    return links_.back().get();
+  };
+
+  std::vector<RouterNode*>& rnodes = router_nodes_;
+  rnodes.assign(nr, nullptr);
+  for (uint32_t r = 0; r < nr; ++r) {
+    const auto& spec = topology_.routers[r];
+    auto node = std::make_unique<RouterNode>();
+    node->router = routers_[r].get();
+    node->id = r;
+    node->core = cores_[router_core_[r]].get();
+    node->sample_every = options_.occupancy_interval;
+    node->keep_samples = options_.occupancy_samples;
+    node->occupancy.ports = spec.num_ports;
+    node->occupancy.packet_bytes = options_.mtu_bytes;
+    node->byte_row.assign(spec.num_ports, 0);
+    node->occupancy.histogram.assign(options_.occupancy_interval ? spec.num_ports : 0, std::vector<uint64_t>(64, 0));
+    node->trusted = routers_[r]->one_packet_per_port();
+    node->out.assign(spec.num_ports, nullptr);
+    node->kind.assign(spec.num_ports, PortKind::kNone);
+    node->endpoint_at.assign(spec.num_ports, EndpointId{0});
+    node->used.assign((spec.num_ports + 63) / 64, 0);
+    node->batch.resize(spec.num_ports);
+    node->sent.resize(spec.num_ports);
+    node->sent_ports.resize(spec.num_ports);
+    RouterEnv env;
+    env.router_id = r;
+    env.num_ports = spec.num_ports;
+    env.mtu_bytes = options_.mtu_bytes;
+    env.time = TimeBase{options_.timeslot_ns, static_cast<double>(options_.mtu_bytes)};
+    env.routes = &spec.routes;
+    env.sink = &node->core->log;
+    env.seed = options_.seed;
+    routers_[r]->bind(env);
+    node->has_stats = !routers_[r]->stat_descs().empty();
+    rnodes[r] = node.get();
+    node->core->nodes.push_back(std::move(node));
+  }
+
+  // Cross-core constraints, strongest per neighbour pair.
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> min_latency_into;  // (from, to) -> min latency
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> max_latency_into;
+  auto note_link = [&](uint32_t from_core, uint32_t to_core, uint32_t latency) {
+    if (from_core == to_core) return;
+    auto key = std::make_pair(from_core, to_core);
+    auto it = min_latency_into.find(key);
+    if (it == min_latency_into.end() || latency < it->second) min_latency_into[key] = latency;
+    max_latency_into[key] = std::max(max_latency_into[key], latency);
+  };
+
+  // Router-to-router links; each router reads its in-links in port order.
+  std::vector<std::vector<std::pair<PortId, Link*>>> in_links(nr);
+  std::vector<DirectedLink> directed;
+  for (const auto& rl : topology_.router_links) {
+    const uint32_t ca = router_core_[rl.a.router], cb = router_core_[rl.b.router];
+    Link* ab = new_link(rl.latency_timeslots, ca, cb);
+    Link* ba = new_link(rl.latency_timeslots, cb, ca);
+    for (auto [from, to, link] : {std::tuple{rl.a, rl.b, ab}, std::tuple{rl.b, rl.a, ba}}) {
+      rnodes[from.router]->out.at(from.port) = link;
+      rnodes[from.router]->kind.at(from.port) = PortKind::kRouter;
+      in_links[to.router].emplace_back(to.port, link);
+      directed.push_back(DirectedLink{from, to, link});
+    }
+    note_link(ca, cb, rl.latency_timeslots);
+    note_link(cb, ca, rl.latency_timeslots);
+    if (ca != cb) rnodes[rl.a.router]->boundary = rnodes[rl.b.router]->boundary = true;
+  }
+  for (uint32_t r = 0; r < nr; ++r) {
+    std::sort(in_links[r].begin(), in_links[r].end());
+    for (const auto& [port, link] : in_links[r]) rnodes[r]->in.push_back(link);
+  }
+
+  // One endpoint group per router with endpoints, on that router's core,
+  // joined to it by one AccessLinks wheel in each direction.
+  for (uint32_t r = 0; r < nr; ++r) {
+    const std::vector<EndpointId> group = topology_.endpoints_of(r);
+    if (group.empty()) continue;
+    Core* core = cores_[router_core_[r]].get();
+    auto node = std::make_unique<EndpointGroupNode>();
+    PortId last_port = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+      const PortId port = topology_.endpoint_port[group[i]].port;
+      if (i && port <= last_port)  // the source's endpoint order must be the router's port order
+        throw ConfigError("engine: router " + std::to_string(r) + ": endpoints must sit on increasing ports");
+      if (rnodes[r]->kind.at(port) != PortKind::kNone)
+        throw ConfigError("engine: router " + std::to_string(r) + " port " + std::to_string(port) +
+                          " is connected twice");
+      rnodes[r]->kind[port] = PortKind::kEndpoint;
+      rnodes[r]->endpoint_at[port] = group[i];
+      last_port = port;
+    }
+    for (const auto& [port, link] : in_links[r])
+      if (port < last_port)
+        throw ConfigError("engine: router " + std::to_string(r) + ": endpoint ports must come before router ports");
+    node->up.init(topology_.endpoint_latency_timeslots, static_cast<uint32_t>(group.size()));
+    node->down.init(topology_.endpoint_latency_timeslots, topology_.routers[r].num_ports);
+    node->sent_local.resize(group.size());
+    node->source = traffic.make_source(group);
+    node->sink = traffic.make_sink(group, &core->log);
+    rnodes[r]->rack = node.get();
+    RouterNode& rn = *rnodes[r];
+    rn.rack_end = static_cast<PortId>(last_port + 1);
+    rn.rack_first = rn.trusted && std::all_of(rn.kind.begin(), rn.kind.begin() + rn.rack_end,
+                                              [](PortKind k) { return k == PortKind::kEndpoint; });
+    core->nodes.push_back(std::move(node));
+  }
+
+  for (auto& core : cores_) {
+    auto is_boundary = [](const std::unique_ptr<Node>& n) { return n->boundary; };
+    std::stable_partition(core->nodes.begin(), core->nodes.end(), is_boundary);
+    core->boundary_nodes = static_cast<size_t>(std::count_if(core->nodes.begin(), core->nodes.end(), is_boundary));
+  }
+
+  for (auto& core : cores_) core->promise_to = std::make_unique<Core::Promise[]>(options_.cores);
+  for (const auto& [key, latency] : min_latency_into) {
+    Core::Neighbour n{cores_[key.first].get(), latency};
+    n.promise = &cores_[key.first]->promise_to[key.second].before;
+    cores_[key.second]->upstream.push_back(n);
+  }
+  for (const auto& [key, latency] : max_latency_into)
+    cores_[key.first]->downstream.push_back(Core::Neighbour{cores_[key.second].get(), latency});
+
+  // Lookahead: each core that feeds another gets a plan, and its racks keep
+  // their sources' promises current.
+  if (options_.lookahead) {
+    std::vector<const Router*> rs(nr);
+    std::vector<const RackPromise*> racks(nr, nullptr);
+    for (uint32_t r = 0; r < nr; ++r) {
+      rs[r] = routers_[r].get();
+      if (EndpointGroupNode* g = rnodes[r]->rack) {
+        g->promise.latency = topology_.endpoint_latency_timeslots;
+        racks[r] = &g->promise;
+      }
+    }
+    std::vector<CoreProgress> progress(options_.cores);
+    for (uint32_t c = 0; c < options_.cores; ++c) {
+      progress[c].next = &cores_[c]->next;
+      for (uint32_t d = 0; d < options_.cores; ++d) progress[c].promise_to.push_back(&cores_[c]->promise_to[d].before);
+    }
+    std::vector<LookaheadPlan> plans = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, progress);
+    for (auto& core : cores_) {
+      if (core->downstream.empty()) continue;
+      core->plan = std::move(plans[core->id]);
+      core->promising = true;
+      core->promise_scratch.assign(options_.cores, 0);
+      for (uint32_t r = 0; r < nr; ++r)
+        if (router_core_[r] == core->id && rnodes[r]->rack) rnodes[r]->rack->promising = true;
+    }
+  }
+}
+
+}  // namespace flexplane

@@ -1,0 +1,325 @@
+// The engine's private pieces shared by its set-up (engine_build.cc) and its
+// run loop (engine.cc): a core, the node interface, and the two kinds of node
+// (a group of endpoints, a router). Not part of the engine's interface.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "emulator/engine/access_links.h"
+#include "emulator/engine/engine.h"
+#include "emulator/engine/lookahead.h"
+#include "emulator/engine/spin_wait.h"
+
+namespace flexplane {
+
+// How often a core looks again for a promise when it could not make a long
+// one (its cross-core ports are busy): often enough to catch quiet spells,
+// rarely enough to cost < 1 % of a timeslot.
+inline constexpr Timeslot kPromiseRecheck = 16;
+
+struct Engine::Node {
+  virtual ~Node() = default;
+  virtual void step(Timeslot now) = 0;
+  bool boundary = false;  // has a link to or from a node on another core
+};
+
+struct Engine::Core {
+  alignas(64) std::atomic<Timeslot> next{0};  // first timeslot its boundary nodes have not run
+  // Its links to core c are final for arrivals before promise_to[c] (lookahead;
+  // written rarely, so readers keep the line cached).
+  struct alignas(64) Promise {
+    std::atomic<Timeslot> before{0};
+  };
+  std::unique_ptr<Promise[]> promise_to;
+  alignas(64) uint32_t id = 0;
+  // Nodes touching a link to another core come first: once they have run a
+  // timeslot the core publishes it (see run_core), then runs the rest.
+  std::vector<std::unique_ptr<Node>> nodes;
+  size_t boundary_nodes = 0;
+  EventLog log;
+  std::vector<SchemeStatSample> scheme_stats;
+  TimeslotTimer timer;  // if options.time_timeslots
+  // Real-time health, written by this core, read by the monitor.
+  std::atomic<uint64_t> late{0};
+  std::atomic<int64_t> max_lag_ns{0};
+  // A neighbour core and what this core last saw of its progress: reloading
+  // `next` (a cross-core cache miss) only when the cached value is too small
+  // lets cores with slack run without touching each other's cache lines.
+  struct Neighbour {
+    Core* core;
+    uint32_t latency;
+    Timeslot seen = 0;
+    const std::atomic<Timeslot>* promise = nullptr;  // upstream: its promise to us
+    Timeslot ready = 0;  // upstream: its links to us are final for arrivals before this
+  };
+  // wait for neighbour.next >= t - latency + 1, or its promise > t (it feeds us)
+  cache_vector<Neighbour> upstream;
+  // wait for neighbour.next >= t + latency - window + 1 (we feed it)
+  cache_vector<Neighbour> downstream;
+  // Lookahead (if on and this core feeds another).
+  LookaheadPlan plan;
+  bool promising = false;
+  std::vector<Timeslot> promise_scratch;  // by core
+  Timeslot next_promise_check = 0;
+  Timeslot promised_min = 0;  // smallest promise published to a downstream core
+  CoreSyncStats sync;
+  bool may_yield = true;  // shares a CPU with other engine cores (see back_off)
+  explicit Core(bool packet_log) : log(packet_log) {}
+
+  // Before reading a cross-core link at `t`: every upstream core has run
+  // t - latency or promised its links idle through t (called by the nodes
+  // that read such links, as late as they can).
+  void wait_upstream(Timeslot t) {
+    for (auto& n : upstream)
+      if (n.ready <= t) sync_with(n, t);
+  }
+
+  // The slow path: the promise first (a line its writer rarely touches, so
+  // usually still cached here), then the watermark.
+  void sync_with(Neighbour& n, Timeslot t) {
+    ++sync.syncs;
+    unsigned spins = 0;
+    for (;;) {
+      const Timeslot promised = n.promise->load(std::memory_order_acquire);
+      if (promised > t) {
+        n.ready = std::max(promised, n.seen + n.latency);
+        ++sync.syncs_by_promise;
+        return;
+      }
+      const Timeslot s = n.core->next.load(std::memory_order_acquire);
+      if (s + n.latency > t) {
+        n.seen = s;
+        n.ready = std::max(promised, s + n.latency);
+        return;
+      }
+      spin::back_off(spins, may_yield);
+    }
+  }
+
+  // After timeslot t: extend the promises to downstream cores, if the plan
+  // allows more than the watermark already says.
+  void refresh_promises(Timeslot t) {
+    plan.promises(t, promise_scratch);
+    Timeslot soonest = kNoRemoteTraffic;
+    for (const auto& n : downstream) {
+      const uint32_t d = n.core->id;
+      const Timeslot p = promise_scratch[d];
+      Timeslot published = promise_to[d].before.load(std::memory_order_relaxed);
+      if (p > published && p > t + 1 + n.latency) {
+        promise_to[d].before.store(p, std::memory_order_release);
+        ++sync.promises_published;
+        published = p;
+      }
+      soonest = std::min(soonest, published);
+    }
+    promised_min = soonest;
+    // Far-reaching promises are renewed shortly before they run out.
+    next_promise_check = soonest > t + 3 * kPromiseRecheck ? soonest - 2 * kPromiseRecheck : t + kPromiseRecheck;
+  }
+};
+
+// How a router output port is connected.
+enum class PortKind : uint8_t { kNone, kEndpoint, kRouter };
+
+struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
+  std::unique_ptr<TrafficSource> source;
+  std::unique_ptr<TrafficSink> sink;
+  AccessLinks up, down;  // endpoints -> ToR, ToR -> endpoints
+  cache_vector<uint32_t> sent_local;
+  bool promising = false;  // its core makes promises: keep `promise` current
+  RackPromise promise;
+
+  void step(Timeslot now) override {
+    Packet* arrived;
+    if (const uint32_t n = down.arriving(now, &arrived)) sink->deliver(arrived, n, now);
+    const uint32_t m = source->emit(now, up.send_buffer(now), sent_local.data());
+    assert(sends_one_per_endpoint(m));
+    up.commit(now, m);
+    if (promising) promise.update(now, source->remote_quiet_until(now));
+  }
+
+  // The source contract: at most one packet per endpoint, in endpoint order
+  // (so a router sees its arrivals in input-port order, as from separate links).
+  bool sends_one_per_endpoint(uint32_t m) const {
+    for (uint32_t i = 0; i < m; ++i)
+      if (sent_local[i] >= sent_local.size() || (i && sent_local[i] <= sent_local[i - 1])) return false;
+    return true;
+  }
+};
+
+struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
+  Router* router = nullptr;
+  uint32_t id = 0;
+  Core* core = nullptr;
+  Timeslot sample_every = 0;
+  bool keep_samples = true;
+  OccupancyTrace occupancy;
+  std::vector<uint32_t> byte_row;  // scratch: one sample's bytes per port
+  EndpointGroupNode* rack = nullptr;  // the endpoints on this router's ports, if any
+  bool trusted = false;               // router->one_packet_per_port()
+  PortId rack_end = 0;                // ports below this all lead to the rack ...
+  bool rack_first = false;            // ... and the router is trusted (dispatch_tail)
+  std::vector<Link*> in;              // links from other routers, in port order
+  std::vector<Link*> out;             // per port; set for PortKind::kRouter
+  cache_vector<PortKind> kind;        // per port
+  cache_vector<uint64_t> used;        // per port, one bit: sent this timeslot
+  cache_vector<Packet> batch, sent;
+  cache_vector<PortId> sent_ports;
+  bool has_stats = false;   // the router exports scheme statistics
+  RouterLosses link_losses;  // packets it sent that no link took (kNoLink, kLinkCollision, kMisdelivered)
+  cache_vector<EndpointId> endpoint_at;  // per port: the endpoint it leads to (PortKind::kEndpoint)
+
+  void step(Timeslot now) override {
+    // Arrivals: the rack's endpoints (lower ports), then other routers.
+    Packet* arrived;
+    if (rack)
+      if (const uint32_t n = rack->up.arriving(now, &arrived)) router->input(arrived, n, now);
+    if (!in.empty()) {
+      // Only now wait for other cores: the rack's arrivals above overlapped the hand-off.
+      if (boundary) core->wait_upstream(now);
+      uint32_t n = 0;
+      for (Link* l : in)
+        if (l->take(now, batch[n])) ++n;
+      if (n) router->input(batch.data(), n, now);
+    }
+
+    // Departures go straight into the rack's access-link slot; the few bound
+    // for other routers are moved onto their links and squeezed out.
+    Packet* out_pkts = rack ? rack->down.send_buffer(now) : sent.data();
+    const uint32_t m = router->output(now, out_pkts, sent_ports.data());
+    const uint32_t to_rack = rack_first ? dispatch_tail(now, out_pkts, m) : dispatch(now, out_pkts, m);
+    if (rack) rack->down.commit(now, to_rack);
+
+    if (sample_every && now % sample_every == 0) sample(now);
+  }
+
+  // A trusted router's output is in port order and the rack's ports come
+  // first, so packets for other routers are a tail of the batch (none, in a
+  // single rack: one comparison per timeslot).
+  uint32_t dispatch_tail(Timeslot now, const Packet* pkts, uint32_t m) {
+    while (m && sent_ports[m - 1] >= rack_end) {
+      --m;
+      const PortId p = sent_ports[m];
+      if (kind[p] != PortKind::kRouter)
+        lose(now, pkts[m], p, Reason::kNoLink);
+      else if (!out[p]->put(now, pkts[m]))
+        lose(now, pkts[m], p, Reason::kLinkCollision);
+    }
+    return m;
+  }
+
+  // Moves packets for other routers onto their links and squeezes them out of
+  // `pkts`; checks the one-packet-per-port rule unless the router vouches for
+  // it. Returns how many packets stay (those for the rack).
+  uint32_t dispatch(Timeslot now, Packet* pkts, uint32_t m) {
+    uint32_t to_rack = 0;
+    for (uint32_t i = 0; i < m; ++i) {
+      const PortId p = sent_ports[i];
+      if (!trusted) {
+        if (__builtin_expect(p >= kind.size(), 0)) {
+          lose(now, pkts[i], p, Reason::kNoLink);  // a port the router does not have
+          continue;
+        }
+        if (__builtin_expect(used[p >> 6] & (1ull << (p & 63)), 0)) {
+          lose(now, pkts[i], p, Reason::kLinkCollision);  // a second packet on one port
+          continue;
+        }
+        used[p >> 6] |= 1ull << (p & 63);
+      }
+      if (__builtin_expect(kind[p] == PortKind::kEndpoint, 1)) {
+        if (!trusted && __builtin_expect(endpoint_at[p] != pkts[i].dst, 0)) {
+          lose(now, pkts[i], p, Reason::kMisdelivered);  // not the endpoint it is for
+          continue;
+        }
+        if (to_rack != i) pkts[to_rack] = pkts[i];
+        ++to_rack;
+      } else if (kind[p] == PortKind::kRouter) {
+        if (!out[p]->put(now, pkts[i])) lose(now, pkts[i], p, Reason::kLinkCollision);
+      } else {
+        lose(now, pkts[i], p, Reason::kNoLink);
+      }
+    }
+    if (!trusted)
+      for (uint64_t& w : used) w = 0;
+    return to_rack;
+  }
+
+  // A packet the router sent that no link takes: a drop like any other
+  // (the flow loses it, a live endpoint gets its DROP verdict), counted here.
+  void lose(Timeslot now, const Packet& p, PortId port, Reason r) {
+    ++link_losses.by_reason[static_cast<unsigned>(r)];
+    core->log.on_drop(p, id, port, r, now);
+  }
+
+  void sample(Timeslot now) {
+    // One row of the trace and one histogram increment per port (cost: docs/performance.md, "Occupancy output").
+    const QueueBank& b = router->bank();
+    OccupancyTrace& o = occupancy;
+    ++o.samples;
+    for (PortId p = 0; p < o.ports; ++p) {
+      const uint32_t pkts = b.port_packets(p);
+      std::vector<uint64_t>& h = o.histogram[p];
+      if (pkts >= h.size()) [[unlikely]] h.resize(std::max<size_t>(pkts + 1, 2 * h.size()));
+      ++h[pkts];
+    }
+    if (!keep_samples) return sample_stats(now);
+    o.times.push_back(now);
+    const size_t at = o.packets.size();
+    o.packets.resize(at + o.ports);
+    uint32_t* row = o.packets.data() + at;
+    bool uniform = o.packet_bytes != 0;
+    for (PortId p = 0; p < o.ports; ++p) {
+      row[p] = b.port_packets(p);
+      uint64_t bytes = 0;
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) bytes += b.bytes(p, q);
+      byte_row[p] = static_cast<uint32_t>(std::min<uint64_t>(bytes, UINT32_MAX));
+      uniform = uniform && bytes == uint64_t{row[p]} * o.packet_bytes;
+    }
+    if (uniform) return sample_stats(now);
+    if (o.packet_bytes) {  // the first mixed sizes: spell out the rows so far
+      o.bytes.resize(at);
+      for (size_t i = 0; i < at; ++i) o.bytes[i] = o.bytes_at(i);
+      o.packet_bytes = 0;
+    }
+    o.bytes.insert(o.bytes.end(), byte_row.begin(), byte_row.end());
+    sample_stats(now);
+  }
+
+  void sample_stats(Timeslot now) {
+    if (!has_stats) return;
+    const QueueBank& b = router->bank();
+    struct ToCore final : StatsOut {
+      std::vector<SchemeStatSample>& out;
+      SchemeStatSample s;
+      ToCore(std::vector<SchemeStatSample>& o, SchemeStatSample base) : out(o), s(base) {}
+      void put(unsigned stat, QueueId q, double v) override {
+        s.stat = static_cast<uint16_t>(stat);
+        s.queue = q;
+        s.value = v;
+        out.push_back(s);
+      }
+    };
+    for (PortId p = 0; p < b.num_ports(); ++p) {
+      ToCore to(core->scheme_stats, SchemeStatSample{now, id, p, 0, 0, 0});
+      router->sample_stats(p, to);
+    }
+  }
+};
+
+Engine::Engine(Topology topology, std::vector<std::unique_ptr<Router>> routers, Traffic& traffic,
+               EngineOptions options)
+    : topology_(std::move(topology)), routers_(std::move(routers)), options_(std::move(options)) {
+  if (routers_.size() != topology_.routers.size())
+    throw ConfigError("engine: " + std::to_string(routers_.size()) + " routers given for a topology of " +
+                      std::to_string(topology_.routers.size()));
+  if (options_.cores < 1 || options_.cores > 256) throw ConfigError("engine: cores must be in [1, 256]");
+  build(traffic);
+}
+
+Engine::~Engine() = default;
+
+}  // namespace flexplane
