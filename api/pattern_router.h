@@ -60,6 +60,11 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     input_range(pkts, start, now);
   }
 
+  void input_in_order(Packet* pkts, uint32_t n, Timeslot now) override {
+    bank_.set_now(now);
+    input_range(pkts, n, now);
+  }
+
   uint32_t output(Timeslot now, Packet* out, PortId* out_ports) override {
     bank_.set_now(now);
     uint32_t n = 0;

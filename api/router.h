@@ -38,6 +38,11 @@ class Router {
   // other routers), all before output(). The router takes them all: each is
   // queued or dropped (with a reason). It may reorder or overwrite `pkts`.
   virtual void input(Packet* pkts, uint32_t n, Timeslot now) = 0;
+  // Packets that arrived one after another, in this order (router mode's
+  // receive bursts): taken in exactly that order. By default the same as
+  // input(); a router that reorders simultaneous arrivals (PatternRouter
+  // rotates them, for fairness among inputs) must not reorder these.
+  virtual void input_in_order(Packet* pkts, uint32_t n, Timeslot now) { input(pkts, n, now); }
   // Emit at most one packet per output port; returns how many were written.
   // `out` and `out_ports` have room for num_ports entries.
   virtual uint32_t output(Timeslot now, Packet* out, PortId* out_ports) = 0;

@@ -119,7 +119,7 @@ void PortScheduler::enqueue(rte_mbuf** m, uint32_t n, uint64_t tsc) {
   while (n > 0) {
     const uint32_t k = std::min<uint32_t>(n, run_.burst);
     for (uint32_t i = 0; i < k; ++i) describe_packet(m[i], seq_++, &pkts_[i]);
-    router_->input(pkts_.data(), k, ticks(tsc));
+    router_->input_in_order(pkts_.data(), k, ticks(tsc));  // a burst is a sequence, not simultaneous arrivals
     flush_frees();
     m += k;
     n -= k;

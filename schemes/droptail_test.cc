@@ -90,3 +90,23 @@ TEST_CASE("droptail: inputs that arrive in the same timeslot share the last free
   REQUIRE(accepted[2] == 100);
   r.check_invariants();
 }
+
+TEST_CASE("droptail: a sequence given in order keeps the first capacity_pkts (router mode's bursts)",
+          "[schemes][droptail]") {
+  // input_in_order is not rotated: of 10 packets into a queue of 4 at any
+  // timeslot, seq 0..3 are queued and 4..9 dropped, and they leave in order.
+  for (Timeslot now : {Timeslot{0}, Timeslot{3}, Timeslot{7}}) {
+    TestRouter r(1, {{"single"}, {"droptail", {{"capacity_pkts", "4"}}}, {"fifo"}});
+    std::vector<Packet> burst;
+    for (uint32_t i = 0; i < 10; ++i) burst.push_back(pkt(1, i, 0));
+    r.input_in_order(burst, now);
+    REQUIRE(r.log.drops.size() == 6);
+    for (size_t d = 0; d < 6; ++d) CHECK(r.log.drops[d].p.seq == 4 + d);
+    for (uint32_t i = 0; i < 4; ++i) {
+      const auto out = r.output(now + i);
+      REQUIRE(out.size() == 1);
+      CHECK(out[0].second.seq == i);
+    }
+    r.check_invariants();
+  }
+}

@@ -127,6 +127,9 @@ class TestRouter {
     router_.input(pkts.data(), static_cast<uint32_t>(pkts.size()), now);
   }
   void input(const Packet& p, Timeslot now) { input(std::vector<Packet>{p}, now); }
+  void input_in_order(std::vector<Packet> pkts, Timeslot now) {
+    router_.input_in_order(pkts.data(), static_cast<uint32_t>(pkts.size()), now);
+  }
 
   // One timeslot of output: at most one (port, packet) per port.
   std::vector<std::pair<PortId, Packet>> output(Timeslot now) {
