@@ -16,7 +16,9 @@ process is started in the background with its log, pid and exit status in
 /tmp/fp, polled by the runner (GuestPopen), and its --out files are copied
 back to the host when it exits. At the end the qdisc's counters (tc -s -j)
 become endpoints/h<i>/endpoint_counters.csv under the netns endpoint's names
-(qdisc.json beside it keeps every counter).
+(qdisc.json beside it keeps every counter), and the guest's TCP/IP counters
+(/proc/net/netstat, snmp, snmp6: e.g. IpExt.InCEPkts, the CE marks its TCP
+received) endpoints/h<i>/netstat.csv.
 """
 from __future__ import annotations
 
@@ -234,10 +236,11 @@ class QemuBackend(Backend):
             d = out_dir / f"h{g.i}"
             d.mkdir(parents=True, exist_ok=True)
             (d / "qdisc.json").write_text(json.dumps(st, indent=1))
-            with open(d / "endpoint_counters.csv", "w") as f:
-                f.write("counter,value\n")
-                for k, v in _endpoint_counters(st).items():
-                    f.write(f"{k},{v}\n")
+            for name, counters in (("endpoint_counters.csv", _endpoint_counters(st)), ("netstat.csv", g.netstat())):
+                with open(d / name, "w") as f:
+                    f.write("counter,value\n")
+                    for k, v in counters.items():
+                        f.write(f"{k},{v}\n")
 
     def run_on_host(self, host: int, name: str, argv: list[str], log: Path) -> Proc:
         """Runs argv in VM `host`: programs from bin_dir are in the guest's /sbin,
