@@ -12,10 +12,14 @@ switch port. Boot dominates the wall time (about 40 s of ~80 s here)."""
 from __future__ import annotations
 
 import csv
+import signal
+import subprocess
+import time
 
+import pytest
 import yaml
 
-from lab_cli import lab, namespaces, processes_mentioning
+from lab_cli import LAB, lab, namespaces, processes_mentioning
 
 EXPERIMENT = """\
 description: lab qemu backend test
@@ -61,3 +65,39 @@ def test_qemu_dctcp_bulk_end_to_end(tmp_path, lab_bins, prefix):
     assert _counters(run / "endpoints" / "h0" / "netstat.csv")["IpExt.InCEPkts"] > 0
     conf = yaml.safe_load((run / "run.yaml").read_text())
     assert conf["backend"] == "qemu" and conf["config"]["transport"]["cc"] == "dctcp"
+
+
+LONG = EXPERIMENT.replace("endpoints: 3", "endpoints: 2").replace("senders: [1, 2]", "senders: [1]").replace(
+    "duration_s: 5", "duration_s: 120")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL+cleanup"])
+def test_qemu_run_leaves_nothing(tmp_path, lab_bins, prefix, sig):
+    """Mid-workload SIGINT: the runner stops the VMs and removes the namespace
+    itself (exit 130). SIGKILL: the namespace and the QEMU processes in it are
+    left, and `lab cleanup --prefix` removes both."""
+    exp = tmp_path / "long.yaml"
+    exp.write_text(LONG)
+    p = subprocess.Popen([str(LAB), "run", str(exp), "--out", str(tmp_path / "out"), "--prefix", prefix,
+                          "--bin-dir", str(lab_bins)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen, deadline = "", time.time() + 400
+    while "workload bulk" not in seen and time.time() < deadline and p.poll() is None:
+        seen += p.stdout.readline()
+    assert "workload bulk" in seen, seen
+    time.sleep(2)
+    qemus = processes_mentioning(f"ifname={prefix}t")
+    assert len(qemus) == 2 and namespaces(prefix) == [prefix], (qemus, namespaces(prefix))
+    p.send_signal(sig)
+    out, _ = p.communicate(timeout=120)
+    if sig == signal.SIGINT:
+        assert p.returncode == 130, seen + out
+        assert "tearing everything down" in out
+    else:
+        assert namespaces(prefix) == [prefix]  # left for cleanup
+        c = lab("cleanup", "--prefix", prefix)
+        assert c.returncode == 0 and f"netns {prefix}" in c.stdout, c.stdout + c.stderr
+    assert namespaces(prefix) == []
+    deadline = time.time() + 15
+    while processes_mentioning(f"ifname={prefix}t") and time.time() < deadline:
+        time.sleep(0.2)
+    assert processes_mentioning(f"ifname={prefix}t") == []
