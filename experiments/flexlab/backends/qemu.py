@@ -73,10 +73,16 @@ class GuestPopen:
             self._bring_back()
 
     def _bring_back(self) -> None:
-        for gdir, hdir in self.fetch:
-            hdir.mkdir(parents=True, exist_ok=True)
-            for name in self.guest.sh(f"ls {gdir}").split():
-                (hdir / name).write_text(self.guest.sh(f"cat {gdir}/{name}", timeout=120) + "\n")
+        """Copies the program's --out files to the host; a failure is written to
+        its log (the analysis then names the missing file)."""
+        try:
+            for gdir, hdir in self.fetch:
+                hdir.mkdir(parents=True, exist_ok=True)
+                for name in self.guest.sh(f"ls {gdir}").split():
+                    (hdir / name).write_text(self.guest.sh(f"cat {gdir}/{name}", timeout=120) + "\n")
+        except (GuestError, OSError) as e:
+            with open(self.log, "a") as f:
+                f.write(f"lab: copying the output files back from {self.guest.name} failed: {e}\n")
 
     def poll(self) -> int | None:
         if self.returncode is None and time.monotonic() - self._asked >= POLL_S:
@@ -106,7 +112,7 @@ class GuestPopen:
 
 # The netns endpoint's counter names (analysis.run_metrics) from the qdisc's.
 def _endpoint_counters(q: dict) -> dict[str, int]:
-    x = {k: v for k, v in q.get("xstats", q).items() if isinstance(v, int) and not isinstance(v, bool)}
+    x = {k: v for k, v in q.items() if isinstance(v, int) and not isinstance(v, bool)}
     g = x.get
     return {
         "packets_held": g("pkts_managed", 0),
@@ -211,11 +217,11 @@ class QemuBackend(Backend):
                 g.sh(f"modprobe flexplane && tc qdisc add dev eth0 root {qdisc}")
             deadline = time.monotonic() + 30
             for g in self.lab.guests:
-                while (st := g.xstats()).get("xstats", st).get("state") != "managed":
+                while (st := g.xstats()).get("state") != "managed":
                     self.procs.check_interrupt()
                     if time.monotonic() > deadline:
                         raise LabError(f"endpoint h{g.i}: the qdisc has no session with the emulator after 30 s "
-                                       f"(state {st.get('xstats', st).get('state')})")
+                                       f"(state {st.get('state')})")
                     time.sleep(0.3)
         except GuestError as e:
             raise LabError(f"qemu: installing the flexplane qdisc failed: {e}") from None
@@ -224,12 +230,17 @@ class QemuBackend(Backend):
     def stop_endpoints(self, out_dir: Path) -> None:
         """Waits (bounded) until no qdisc holds a packet or owes a verdict, then
         writes each host's counters."""
+        try:
+            self._write_endpoint_counters(out_dir)
+        except GuestError as e:
+            raise LabError(f"qemu: reading the qdiscs' counters failed: {e}") from None
+
+    def _write_endpoint_counters(self, out_dir: Path) -> None:
         assert self.lab is not None
         deadline = time.monotonic() + 15
         while True:
             stats = [g.xstats() for g in self.lab.guests]
-            xs = [st.get("xstats", st) for st in stats]
-            if all(x.get("held", 0) == 0 and x.get("pending", 0) == 0 for x in xs) or time.monotonic() > deadline:
+            if all(x["held"] == 0 and x["pending"] == 0 for x in stats) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         for g, st in zip(self.lab.guests, stats):
