@@ -14,7 +14,9 @@ from __future__ import annotations
 import csv
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -75,7 +77,7 @@ LONG = EXPERIMENT.replace("endpoints: 3", "endpoints: 2").replace("senders: [1, 
 def test_qemu_run_leaves_nothing(tmp_path, lab_bins, prefix, sig):
     """Mid-workload SIGINT: the runner stops the VMs and removes the namespace
     itself (exit 130). SIGKILL: the namespace and the QEMU processes in it are
-    left, and `lab cleanup --prefix` removes both."""
+    left, and `lab cleanup --prefix` removes both and the run's scratch folder."""
     exp = tmp_path / "long.yaml"
     exp.write_text(LONG)
     p = subprocess.Popen([str(LAB), "run", str(exp), "--out", str(tmp_path / "out"), "--prefix", prefix,
@@ -101,3 +103,4 @@ def test_qemu_run_leaves_nothing(tmp_path, lab_bins, prefix, sig):
     while processes_mentioning(f"ifname={prefix}t") and time.time() < deadline:
         time.sleep(0.2)
     assert processes_mentioning(f"ifname={prefix}t") == []
+    assert list(Path(tempfile.gettempdir()).glob(f"flexlab-{prefix}-*")) == []  # the VMs' scratch folder
