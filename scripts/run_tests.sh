@@ -40,7 +40,7 @@ cli() {
   FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/ --ignore=tests/lab --ignore=tests/router
 }
 
-lab() {  # the lab (netns backend): NFQUEUE endpoint on real packets, a real-TCP run, teardown, bad files
+lab() {  # the lab: NFQUEUE endpoint on real packets, real-TCP runs (netns; qemu: 3 TCG VMs, DCTCP), teardown, bad files
   [[ -x build/flexplane-nfq-endpoint && -x build/flexplane-workload && -x build/flexplane-emulator ]] ||
     configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
   FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/lab

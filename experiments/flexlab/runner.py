@@ -157,7 +157,8 @@ class Runner:
         backend: Backend = backend_class(c["backend"])(self.prefix, procs)
         settings = LabSettings(hosts=hosts, ecn=c["transport"]["ecn"], hold_ms=c["lab"]["hold_ms"],
                                fallback=c["lab"]["fallback"], bypass=c["lab"]["bypass"], window=c["lab"]["window"],
-                               bin_dir=self.bin, scratch=scratch, ipv6=c["lab"]["ipv6"])
+                               bin_dir=self.bin, scratch=scratch, ipv6=c["lab"]["ipv6"],
+                               cc=c["transport"]["cc"], qemu=c["qemu"])
         meta: dict[str, Any] = {"variant": spec.variant.name, "repetition": spec.repetition, "seed": spec.seed,
                                 "order": order, "hosts": hosts, "backend": c["backend"], "prefix": self.prefix,
                                 "experiment_file": str(self.exp.path.resolve()),
@@ -197,8 +198,7 @@ class Runner:
             # outstanding verdicts and write counters), then the emulator.
             procs.stop(servers, signal.SIGTERM, 10)
             time.sleep(0.3)
-            endpoints = [p for p in procs.procs if p.name.startswith("endpoint")]
-            procs.stop(endpoints, signal.SIGTERM, 15)
+            backend.stop_endpoints(run_dir / "endpoints")
             procs.stop([emu], signal.SIGINT, 30)
             if emu.popen.returncode != 0:
                 raise LabError(f"the emulator exited with status {emu.popen.returncode}:\n{emu.tail()}")
@@ -218,8 +218,10 @@ class Runner:
         """Everything started ends, whatever happened; signals wait until done."""
         old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            procs.stop_all(10)
-            backend.down()
+            try:
+                procs.stop_all(10)
+            finally:
+                backend.down()
         finally:
             for s, h in old.items():
                 signal.signal(s, h)

@@ -124,6 +124,12 @@ SCHEMA: dict[str, Any] = {
         "window": F(int, 4096, "protocol requests in flight per endpoint (power of two)", lo=1, hi=32768),
         "ipv6": F(bool, False, "hosts also get IPv6 addresses fd77::<10+i>, held like IPv4 (workloads use IPv4)"),
     },
+    "qemu": {
+        "memory_mb": F(int, 256, "qemu backend: memory of each host VM", lo=128, hi=4096),
+        "boot_timeout_s": F(float, 300, "qemu backend: longest the VMs may take to boot (TCG is slow)", lo=10, hi=3600),
+        "kernel_debug": F(bool, False, "qemu backend: boot the guests with the kmod tests' memory-debugging "
+                          "options (slower)"),
+    },
     "analysis": {
         "short_max_bytes": F(int, 100_000, "flows up to this size are 'short'", lo=1),
         "long_min_bytes": F(int, 1_000_000, "flows from this size are 'long'", lo=1),
@@ -316,6 +322,14 @@ def _check_transport(c: dict, where: str) -> None:
                         f"(choose {', '.join(NETNS_CC)}){hint}")
     if c["backend"] == "qemu" and cc not in QEMU_CC:
         raise SpecError(f"{where}transport.cc: '{cc}' is not available on backend qemu (choose {', '.join(QEMU_CC)})")
+    if c["backend"] == "qemu":
+        # The flexplane qdisc manages IPv4 and IPv6 to endpoint addresses and
+        # knows no per-port bypass list; the lab's IPv6 addressing is netns's.
+        if c["lab"]["bypass"]:
+            raise SpecError(f"{where}lab.bypass: not supported on backend qemu (the qdisc holds every packet "
+                            "to an endpoint address)")
+        if c["lab"]["ipv6"]:
+            raise SpecError(f"{where}lab.ipv6: not supported on backend qemu yet (hosts are IPv4 only)")
     win = c["lab"]["window"]
     if win & (win - 1):
         raise SpecError(f"{where}lab.window: {win} is not a power of two")

@@ -2,12 +2,13 @@
 # Builds the initramfs of the flexplane test VMs (docs/kmod.md, "VM tests"):
 # busybox, the host's ip / tc / iperf3 with their libraries, the tc plugin,
 # fp_rr, the guest kernel's modules the tests need (with dependencies, from
-# the unpacked linux-image deb) and flexplane.ko.
-#   build_initramfs.sh OUT.cpio.gz KERNEL_ROOT KMOD_BUILD_DIR
+# the unpacked linux-image deb), flexplane.ko, and any further programs named
+# (the lab's flexplane-workload: docs/lab.md, backend qemu) into /sbin.
+#   build_initramfs.sh OUT.cpio.gz KERNEL_ROOT KMOD_BUILD_DIR [PROGRAM...]
 # KERNEL_ROOT: the linux-image deb unpacked (fetch_kernel.sh); KMOD_BUILD_DIR:
 # where `make kmod` put flexplane.ko, q_flexplane.so and fp_rr.
 set -euo pipefail
-OUT=$(realpath -m "$1"); KROOT=$(realpath "$2"); KB=$(realpath "$3")
+OUT=$(realpath -m "$1"); KROOT=$(realpath "$2"); KB=$(realpath "$3"); shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
 KO=$KB/flexplane.ko
 KVER=$(modinfo -F vermagic "$KO" | awk '{print $1}')
@@ -27,7 +28,7 @@ copy_bin() {  # a host binary and the shared libraries it needs
     mkdir -p "$W$(dirname "$l")"; cp -L "$l" "$W$l"
   done
 }
-for b in ip tc ss iperf3; do copy_bin "$b"; done
+for b in ip tc ss iperf3 "$@"; do copy_bin "$b"; done
 cp "$KB/q_flexplane.so" "$W/usr/lib/x86_64-linux-gnu/tc/"
 cp "$KB/fp_rr" "$W/sbin/"
 declare -A seen
@@ -52,5 +53,6 @@ depmod -b "$W" "$KVER"
 cp "$HERE/guest/init" "$W/init"
 cp "$HERE/guest/agent.sh" "$W/fp/agent.sh"
 chmod +x "$W/init" "$W/fp/agent.sh"
-( cd "$W" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 ) > "$OUT"
+( cd "$W" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 ) > "$OUT.tmp"
+mv "$OUT.tmp" "$OUT"  # a reader never sees half an image
 echo "initramfs: $OUT ($(du -h "$OUT" | cut -f1), kernel $KVER)"

@@ -26,10 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-make -s -C kmod OUT="$BUILD/kmod"
-KROOT=$(kmod/vm/fetch_kernel.sh "$BUILD/kmod/flexplane.ko" "$VM")
-KVER=$(modinfo -F vermagic "$BUILD/kmod/flexplane.ko" | awk '{print $1}')
-kmod/vm/build_initramfs.sh "$VM/initramfs.cpio.gz" "$KROOT" "$BUILD/kmod"
+KVER=$(kmod/vm/images.sh "$BUILD" | sed -n 's/^KVER=//p')
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja" || true)
   cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -68,9 +68,10 @@ class Guest:
         self.seq = 0
 
     def start(self) -> None:
-        append = (f"console=ttyS0 panic=-1 quiet loglevel=4 {KERNEL_DEBUG} "
+        debug = KERNEL_DEBUG if self.lab.debug else ""
+        append = (f"console=ttyS0 panic=-1 quiet loglevel=4 {debug} "
                   f"fp.name={self.name} fp.ip={self.ip}/24 fp.ip6={self.ip6}/64")
-        argv = ["ip", "netns", "exec", self.lab.ns, "qemu-system-x86_64", "-accel", "tcg", "-m", "512M",
+        argv = ["ip", "netns", "exec", self.lab.ns, "qemu-system-x86_64", "-accel", "tcg", "-m", self.lab.mem,
                 "-smp", "1", "-kernel", str(self.lab.kernel), "-initrd", str(self.lab.initrd),
                 "-append", append, "-display", "none", "-monitor", "none",
                 "-serial", f"file:{self.console}", "-no-reboot", "-nodefaults",
@@ -260,8 +261,11 @@ def read_csv(path: Path) -> list[dict]:
 
 class Lab:
     def __init__(self, workdir: Path, kernel: Path, initrd: Path, emulator_bin: Path, n: int = 3,
-                 prefix: str | None = None):
+                 prefix: str | None = None, mem: str = "512M", debug: bool = True):
+        """mem: each VM's memory; debug: boot with the kernel's memory-debugging
+        options (KERNEL_DEBUG; the lab's qemu backend runs without, for speed)."""
         self.dir = Path(workdir)
+        self.mem, self.debug = mem, debug
         self.dir.mkdir(parents=True, exist_ok=True)
         self.kernel, self.initrd = kernel, initrd
         self.prefix = prefix or f"fpk{os.getpid() % 100000}"

@@ -32,7 +32,11 @@ CASES = [
     ({"workload": "{kind: rpc, clients: [0], servers: [1], sizes: 'mix:1500@0.5'}"}, "workload.sizes: mix probabilities sum to 0.5"),
     ({"workload": "{kind: bulk, senders: [1, 7], receiver: 0}"}, "workload.senders: host 7 does not exist (the topology has 3 endpoints)"),
     ({"transport": "{cc: dctcp}"}, "transport.cc: 'dctcp' is not available on backend netns"),
-    ({"backend": "qemu"}, "backend 'qemu' is not available yet"),
+    ({"backend": "qemu", "transport": "{cc: vegas}"}, "transport.cc: 'vegas' is not available on backend qemu"),
+    ({"backend": "qemu", "lab": "{bypass: ['udp:53']}"}, "lab.bypass: not supported on backend qemu"),
+    ({"backend": "qemu", "qemu": "{memory_mb: 64}"}, "qemu.memory_mb: 64 is below the minimum"),
+    ({"backend": "qemu", "qemu": "{vcpus: 2}"}, "qemu.vcpus: unknown key"),
+    ({"backend": "kvm"}, "backend: 'kvm' is not one of"),
     ({"routers": "{default: {scheme: dctcp, queue_manager: {k_pkt: 5}}}"}, "k_pkt"),
     ({"routers": "{default: {scheme: no_such_scheme}}"}, "no_such_scheme"),
     ({"variants": "{fast: {network: {link_rate_gbps: -1}}}"}, "variant 'fast': network.link_rate_gbps: -1.0 is below the minimum"),
@@ -63,3 +67,11 @@ def test_good_file_checks(tmp_path, lab_bins):
     p = lab("check", experiment(tmp_path), bins=lab_bins)
     assert p.returncode == 0, p.stderr
     assert "3 hosts, backend netns, workload bulk" in p.stdout
+
+
+def test_qemu_file_with_dctcp_checks(tmp_path, lab_bins):
+    """DCTCP is refused on netns (above) and accepted on qemu, whose guests have tcp_dctcp."""
+    p = lab("check", experiment(tmp_path, backend="qemu", transport="{cc: dctcp, ecn: true}",
+                                qemu="{memory_mb: 256}"), bins=lab_bins)
+    assert p.returncode == 0, p.stderr
+    assert "3 hosts, backend qemu, workload bulk" in p.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -68,5 +69,6 @@ def test_sigkill_leftovers_are_removed_by_cleanup(tmp_path, lab_bins, prefix):
     while processes_mentioning(str(tmp_path)) and time.time() < deadline:
         time.sleep(0.1)
     assert processes_mentioning(str(tmp_path)) == []
+    assert f"scratch folder {tempfile.gettempdir()}/flexlab-{prefix}-" in c.stdout
     again = lab("cleanup", "--prefix", prefix)
     assert "nothing left" in again.stdout

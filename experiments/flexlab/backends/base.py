@@ -1,8 +1,9 @@
 """The backend seam: what the runner needs from wherever hosts live."""
 from __future__ import annotations
 
+import signal
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexlab.procs import Proc, Processes
@@ -34,6 +35,8 @@ class LabSettings:
     bin_dir: Path
     scratch: Path          # short paths (Unix sockets)
     ipv6: bool = False     # hosts also get fd77::/64 addresses; their IPv6 packets are held too
+    cc: str = "cubic"      # transport.cc: the hosts' default congestion control
+    qemu: dict = field(default_factory=dict)  # the experiment's qemu section (backend qemu)
 
 
 class Backend(ABC):
@@ -67,9 +70,18 @@ class Backend(ABC):
         """Starts the per-host packet holders against `config` (the emulator's config); returns
         once every one has a session with the emulator (LabError naming the host otherwise)."""
 
+    def stop_endpoints(self, out_dir: Path) -> None:
+        """After the workload: the packet holders drain their outstanding
+        verdicts and write out_dir/h<i>/endpoint_counters.csv. Default: the
+        endpoint processes stop on SIGTERM and write their own counters."""
+        self.procs.stop([p for p in self.procs.procs if p.name.startswith("endpoint")], signal.SIGTERM, 15)
+
     @abstractmethod
     def run_on_host(self, host: int, name: str, argv: list[str], log: Path) -> Proc:
-        """Starts an application process on a host."""
+        """Starts an application process on a host. Paths in argv are the
+        runner's; a backend whose hosts see another file system maps them
+        (programs from bin_dir, input files, and --out files, brought back
+        when the process ends)."""
 
     def hints_path(self, s: LabSettings, host: int) -> str:
         """Where host's applications send flow-size hints ('' = not supported)."""

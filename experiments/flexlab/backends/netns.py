@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from flexlab.backends.base import EMULATOR_IP, EMULATOR_PORT, Backend, LabSettings, host_ip, host_ip6
@@ -171,4 +172,8 @@ class NetnsBackend(Backend):
             kill_pids(pids)
             _run(["ip", "netns", "del", ns], check=False)
             removed.append(f"netns {ns}" + (f" ({len(pids)} processes killed)" if pids else ""))
+        # The runner's scratch folders (runner.py: flexlab-<prefix>-*; VM consoles, sockets).
+        for d in sorted(Path(tempfile.gettempdir()).glob(f"flexlab-{prefix}*")):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(f"scratch folder {d}")
         return removed
