@@ -19,6 +19,18 @@ uint32_t next_pow2(uint32_t x) {
 }
 }  // namespace
 
+Engine::Engine(Topology topology, std::vector<std::unique_ptr<Router>> routers, Traffic& traffic,
+               EngineOptions options)
+    : topology_(std::move(topology)), routers_(std::move(routers)), options_(std::move(options)) {
+  if (routers_.size() != topology_.routers.size())
+    throw ConfigError("engine: " + std::to_string(routers_.size()) + " routers given for a topology of " +
+                      std::to_string(topology_.routers.size()));
+  if (options_.cores < 1 || options_.cores > 256) throw ConfigError("engine: cores must be in [1, 256]");
+  build(traffic);
+}
+
+Engine::~Engine() = default;
+
 void Engine::build(Traffic& traffic) {
   const uint32_t nr = static_cast<uint32_t>(topology_.routers.size());
 

@@ -310,16 +310,4 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   }
 };
 
-Engine::Engine(Topology topology, std::vector<std::unique_ptr<Router>> routers, Traffic& traffic,
-               EngineOptions options)
-    : topology_(std::move(topology)), routers_(std::move(routers)), options_(std::move(options)) {
-  if (routers_.size() != topology_.routers.size())
-    throw ConfigError("engine: " + std::to_string(routers_.size()) + " routers given for a topology of " +
-                      std::to_string(topology_.routers.size()));
-  if (options_.cores < 1 || options_.cores > 256) throw ConfigError("engine: cores must be in [1, 256]");
-  build(traffic);
-}
-
-Engine::~Engine() = default;
-
 }  // namespace flexplane
