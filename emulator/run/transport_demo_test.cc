@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "emulator/config/config.h"
 #include "emulator/run/run.h"
 
@@ -56,12 +58,13 @@ TEST_CASE("the built-in comparison with DCTCP senders: every flow finishes; Drop
   root["run"]["duration_ms"] = 40;
   root["run"]["drain_ms"] = 40;
   root["run"]["cores"] = 1;
+  root["output"]["occupancy"] = "csv";  // read below as text
   root["topology"]["file"] = FLEXPLANE_SOURCE_DIR "/topologies/leaf_spine_2x16.yaml";
   root["workload"]["size_cdf"] = FLEXPLANE_SOURCE_DIR "/experiments/data/flow-sizes/web-search.cdf";
   YAML::Node keep;
   for (const char* v : {"fifo_droptail", "red_ecn", "dctcp"}) keep[v] = root["variants"][v];
   root["variants"] = keep;
-  const fs::path dir = fs::temp_directory_path() / "flexplane_transport_demo";
+  const fs::path dir = fs::temp_directory_path() / ("flexplane_transport_demo." + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   { std::ofstream(dir / "demo.yaml") << YAML::Dump(root) << "\n"; }
