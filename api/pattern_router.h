@@ -72,6 +72,13 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     return n ? sched_->schedule_batch(live_ports_.data(), n, now, out, out_ports) : 0;
   }
 
+  // One virtual call for the whole burst: the scheduler's schedule() in a loop
+  // (api/scheduler.h), as repeated output() calls would run it for this port.
+  uint32_t dequeue_burst(PortId port, Timeslot now, uint32_t max, Packet* out) override {
+    bank_.set_now(now);
+    return bank_.port_packets(port) ? sched_->schedule_burst(port, now, max, out) : 0;
+  }
+
   // The scheduler is asked once per backlogged port, in port order.
   bool one_packet_per_port() const override { return true; }
   // Routes by the table; the scheduler is only asked for backlogged ports.

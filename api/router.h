@@ -46,6 +46,19 @@ class Router {
   // Emit at most one packet per output port; returns how many were written.
   // `out` and `out_ports` have room for num_ports entries.
   virtual uint32_t output(Timeslot now, Packet* out, PortId* out_ports) = 0;
+  // Router mode's burst dequeue: up to `max` packets leaving `port` at `now`,
+  // in departure order; fewer when the port runs dry or its scheduler idles
+  // it. Each is the packet one more output() at the same `now` would have
+  // sent there, so the result is output() called up to `max` times, in one
+  // call. The default does exactly that; it needs a router bound with
+  // num_ports == 1 (router mode binds each port's scheme so), since output()
+  // may send on every port. The emulator keeps calling output().
+  virtual uint32_t dequeue_burst(PortId port, Timeslot now, uint32_t max, Packet* out) {
+    uint32_t m = 0;
+    PortId sent_on;
+    while (m < max && output(now, out + m, &sent_on) == 1 && sent_on == port) ++m;
+    return m;
+  }
   // True if output() names each port at most once per timeslot, only ports
   // < num_ports, in increasing port order; the engine then skips checking
   // that (PatternRouter: true).

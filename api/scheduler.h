@@ -9,7 +9,9 @@
 // timeslot (also what a non-work-conserving scheduler does). A scheduler that
 // sends from behind the head uses bank().pop_at(...) and bypasses the queue
 // manager's dequeue hook. verdicts() reports drops and marks a scheduler
-// makes itself.
+// makes itself. In router mode schedule() is called several times in a row
+// for one port at the same `now` (a burst, as many packets as the link may
+// send); keep no state that assumes one call per timeslot.
 #pragma once
 
 #include <concepts>
@@ -26,6 +28,9 @@ class SchedulerBase : public ComponentBase {
   // For each port in `ports` (all have backlog) pick at most one packet.
   // Returns the number written to out / out_ports.
   virtual uint32_t schedule_batch(const PortId* ports, uint32_t n, Timeslot now, Packet* out, PortId* out_ports) = 0;
+  // Router mode: up to `max` packets of one backlogged port at `now`, by
+  // calling schedule() while it sends and the port has backlog.
+  virtual uint32_t schedule_burst(PortId port, Timeslot now, uint32_t max, Packet* out) = 0;
 };
 
 template <class Derived, class P>
@@ -45,6 +50,14 @@ class Scheduler : public SchedulerBase, public Configured<P> {
     for (uint32_t i = 0; i < n; ++i) {
       if (self->schedule(ports[i], now, out[m])) out_ports[m++] = ports[i];
     }
+    return m;
+  }
+
+  uint32_t schedule_burst(PortId port, Timeslot now, uint32_t max, Packet* out) final {
+    auto* self = static_cast<Derived*>(this);
+    this->env_.verdicts->set_now(now);
+    uint32_t m = 0;
+    while (m < max && this->bank().port_packets(port) > 0 && self->schedule(port, now, out[m])) ++m;
     return m;
   }
 

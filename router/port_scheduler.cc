@@ -118,7 +118,12 @@ void PortScheduler::enqueue(rte_mbuf** m, uint32_t n, uint64_t tsc) {
   }
   while (n > 0) {
     const uint32_t k = std::min<uint32_t>(n, run_.burst);
-    for (uint32_t i = 0; i < k; ++i) describe_packet(m[i], seq_++, &pkts_[i]);
+    for (uint32_t i = 0; i < k; ++i) {
+      describe_packet(m[i], seq_++, &pkts_[i]);
+      max_frame_ = std::max<uint32_t>(max_frame_, m[i]->pkt_len);
+    }
+    if (cycles_per_byte_ > 0)  // +1 byte: rounding never lets a burst overshoot the credit
+      max_frame_cycles_ = (max_frame_ + run_.wire_overhead_bytes + 1) * cycles_per_byte_;
     router_->input_in_order(pkts_.data(), k, ticks(tsc));  // a burst is a sequence, not simultaneous arrivals
     flush_frees();
     m += k;
@@ -140,18 +145,27 @@ uint32_t PortScheduler::drain(uint64_t tsc) {
       next_free_ = std::max(next_free_, now_cycles - slack_cycles_);
     }
     const Timeslot now = ticks(tsc);
-    PortId unused;
+    // Burst dequeue (Router::dequeue_burst): one call per burst, not per
+    // packet. Paced, a burst is the packets sure to start while the link has
+    // credit (all but the last leave it some, even at the largest frame
+    // queued) plus one; then the link is checked again. So exactly the
+    // packets a one-at-a-time loop would take leave, in the same order.
     while (n < run_.burst && bank.port_packets(0) > 0) {
-      Packet p;
-      if (!router_->output(now, &p, &unused)) break;  // a non-work-conserving scheduler idles the port
-      rte_mbuf* m = mbuf_of(p);
-      if (p.ce()) ipv4::mark_ce(*rte_pktmbuf_mtod_offset(m, ipv4::Header*, m->l2_len));
-      tx_len_[n] = m->pkt_len;
-      tx_[n++] = m;
-      if (cycles_per_byte_ > 0) {
-        next_free_ += (tx_len_[n - 1] + run_.wire_overhead_bytes) * cycles_per_byte_;
-        if (next_free_ > now_cycles) break;
+      uint32_t want = run_.burst - n;
+      if (cycles_per_byte_ > 0)
+        want = static_cast<uint32_t>(
+            std::min<double>(want, 1 + std::floor((now_cycles - next_free_) / max_frame_cycles_)));
+      const uint32_t got = router_->dequeue_burst(0, now, want, pkts_.data());
+      for (uint32_t i = 0; i < got; ++i) {
+        const Packet& p = pkts_[i];
+        rte_mbuf* m = mbuf_of(p);
+        if (p.ce()) ipv4::mark_ce(*rte_pktmbuf_mtod_offset(m, ipv4::Header*, m->l2_len));
+        tx_len_[n] = m->pkt_len;
+        tx_[n++] = m;
+        if (cycles_per_byte_ > 0) next_free_ += (tx_len_[n - 1] + run_.wire_overhead_bytes) * cycles_per_byte_;
       }
+      if (got < want) break;  // the port ran dry, or a non-work-conserving scheduler idles it
+      if (cycles_per_byte_ > 0 && next_free_ > now_cycles) break;
     }
     flush_frees();  // a queue manager acting at dequeue (CoDel) may have dropped heads
     if (n == 0) return 0;

@@ -127,6 +127,8 @@ class PortScheduler {
   double cycles_per_byte_ = 0;  // 0: unpaced
   double next_free_ = 0;        // TSC at which the link can start the next frame
   double slack_cycles_ = 0;
+  uint32_t max_frame_ = 0;        // largest frame ever queued, bytes (bounds a paced burst)
+  double max_frame_cycles_ = 1;   // its link time with wire overhead
   uint32_t seq_ = 0;
   std::vector<Packet> pkts_;
   std::vector<rte_mbuf*> tx_;

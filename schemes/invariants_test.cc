@@ -16,18 +16,6 @@ using namespace flexplane::test;
 
 namespace {
 
-// Parameters that make every queue manager act within a short test (1 tick = 1 us): small
-// buffers, and the time-based AQMs' targets and intervals in microseconds.
-std::vector<std::pair<std::string, std::string>> quick(const std::string& qm) {
-  if (qm == "codel") return {{"target_us", "4"}, {"interval_ms", "0.03"}, {"capacity_pkts", "40"}};
-  if (qm == "fq_codel") return {{"target_us", "4"}, {"interval_ms", "0.03"}, {"limit_pkts", "60"}};
-  if (qm == "pie") return {{"target_us", "10"}, {"tupdate_ms", "0.01"}, {"max_burst_ms", "0"}, {"capacity_pkts", "40"}};
-  if (qm == "red") return {{"min_th_pkts", "5"}, {"max_th_pkts", "30"}, {"max_p", "0.3"}, {"capacity_pkts", "40"}};
-  if (qm == "dctcp") return {{"k_pkts", "10"}, {"capacity_pkts", "40"}};
-  if (qm == "droptail" || qm == "hull") return {{"capacity_pkts", "40"}};
-  return {};
-}
-
 // Returns the packets dropped at dequeue.
 uint64_t overload(const Components& c, uint64_t seed) {
   constexpr uint16_t kPorts = 4;
@@ -71,7 +59,7 @@ TEST_CASE("invariants hold for every registered scheme preset", "[schemes][invar
   for (const auto& [name, preset_] : SchemeRegistry::instance().all()) {
     INFO("scheme " << name);
     Components c = preset(name);
-    c.queue_manager.params = quick(c.queue_manager.name);
+    c.queue_manager.params = quick_params(c.queue_manager.name);
     if (c.classifier.name != "single") c.classifier.params = {{"num_queues", "4"}};
     if (c.classifier.name == "by_priority_thresholds") c.classifier.params = {{"thresholds", "10,50"}};
     overload(c, 3);
@@ -83,7 +71,8 @@ TEST_CASE("invariants hold for every queue manager under every scheduler", "[sch
   for (const auto& [qm, qinfo] : Registry<QueueManagerBase>::instance().all())
     for (const auto& [sched, sinfo] : Registry<SchedulerBase>::instance().all()) {
       INFO("queue manager " << qm << ", scheduler " << sched);
-      Components c{sched == "fifo" ? Spec{"single"} : Spec{"by_flow", {{"num_queues", "4"}}}, {qm, quick(qm)}, {sched}};
+      Components c{sched == "fifo" ? Spec{"single"} : Spec{"by_flow", {{"num_queues", "4"}}}, {qm, quick_params(qm)},
+                   {sched}};
       const uint64_t at_dequeue = overload(c, 11);
       // CoDel drops at dequeue under every scheduler that sends heads (pfabric and lstf send
       // from behind the head and bypass it).

@@ -1,7 +1,10 @@
 // RED (Floyd & Jacobson 1993): drop (or ECN-mark) arrivals with a probability that grows with an
 // EWMA of the queue length; counting packets since the last drop spaces drops evenly. While a
 // queue is idle its average decays as if it had sampled an empty queue once per full-sized
-// packet the link could have sent (the paper's m = idle time / transmission time).
+// packet the link could have sent (the paper's m = idle time / transmission time): avg *= (1-w)^m,
+// computed as exp(idle ticks * ln(1-w) * bytes per tick / MTU) with the constant taken at bind,
+// the last result kept (router mode: a pow per arrival at an idle queue cost ~20 cycles/packet,
+// docs/performance.md).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -29,7 +32,13 @@ struct RedParams {
 class RedQueueManager : public QueueManager<RedQueueManager, RedParams> {
  public:
   uint32_t queue_capacity_pkts() const override { return params().capacity_pkts; }
-  void on_bind() { vars_.assign(size_t{shape().num_ports} * shape().queues_per_port, Vars{}); }
+  void on_bind() {
+    vars_.assign(size_t{shape().num_ports} * shape().queues_per_port, Vars{});
+    // ln((1 - w)^(1 / packets per tick)): -inf for w = 1 (any idle time empties the average).
+    log_keep_per_tick_ = std::log1p(-params().weight) * time().bytes_in(1) / shape().mtu_bytes;
+    memo_idle_ = 0;
+    memo_decay_ = 1;
+  }
 
   void enqueue(Packet& p, PortId port, QueueId q, Timeslot now, Verdicts& out) {
     const RedParams& P = params();
@@ -37,9 +46,8 @@ class RedQueueManager : public QueueManager<RedQueueManager, RedParams> {
     const uint32_t len = bank().packets(port, q);
     if (len > 0)
       v.avg += P.weight * (len - v.avg);
-    else  // idle: decay by the m packets the link could have sent meanwhile
-      v.avg *= std::pow(1 - P.weight, time().bytes_in(static_cast<double>(now - bank().idle_since(port, q))) /
-                                          shape().mtu_bytes);
+    else if (const Timeslot idle = now - bank().idle_since(port, q))  // idle: decay by (1 - w)^m, m packets
+      v.avg *= decay(idle);                                            // the link could have sent meanwhile
     if (len >= P.capacity_pkts) return out.drop(p, Reason::kQueueFull);
     if (v.avg >= P.max_th_pkts) {
       v.count = 0;
@@ -78,7 +86,20 @@ class RedQueueManager : public QueueManager<RedQueueManager, RedParams> {
     double avg = 0;      // EWMA of the queue length seen by arrivals, packets
     uint32_t count = 0;  // packets accepted unmarked since the last early drop/mark
   };
+  // (1 - w)^m for `idle` ticks. The last value is kept: queues a drain emptied at the same tick and
+  // refilled by one burst share it (router mode), so they pay one exp() between them.
+  double decay(Timeslot idle) {
+    if (idle != memo_idle_) {
+      memo_idle_ = idle;
+      memo_decay_ = std::exp(static_cast<double>(idle) * log_keep_per_tick_);
+    }
+    return memo_decay_;
+  }
+
   std::vector<Vars> vars_;  // per (port, queue)
+  double log_keep_per_tick_ = 0;  // ln(1 - w) * link bytes per tick / MTU
+  Timeslot memo_idle_ = 0;        // decay(memo_idle_) == memo_decay_ (decay(0) == 1)
+  double memo_decay_ = 1;
 };
 
 FLEXPLANE_REGISTER_QUEUE_MANAGER(RedQueueManager, "red", "random early detection (drop or ECN-mark)",

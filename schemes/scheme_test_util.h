@@ -49,6 +49,18 @@ std::unique_ptr<Base> make_component(const Spec& spec) {
   return Registry<Base>::instance().get(spec.name, "test").make(values, nullptr);
 }
 
+// Parameters that make every queue manager act within a short test (1 tick = 1 us): small
+// buffers, and the time-based AQMs' targets and intervals in microseconds.
+inline std::vector<std::pair<std::string, std::string>> quick_params(const std::string& qm) {
+  if (qm == "codel") return {{"target_us", "4"}, {"interval_ms", "0.03"}, {"capacity_pkts", "40"}};
+  if (qm == "fq_codel") return {{"target_us", "4"}, {"interval_ms", "0.03"}, {"limit_pkts", "60"}};
+  if (qm == "pie") return {{"target_us", "10"}, {"tupdate_ms", "0.01"}, {"max_burst_ms", "0"}, {"capacity_pkts", "40"}};
+  if (qm == "red") return {{"min_th_pkts", "5"}, {"max_th_pkts", "30"}, {"max_p", "0.3"}, {"capacity_pkts", "40"}};
+  if (qm == "dctcp") return {{"k_pkts", "10"}, {"capacity_pkts", "40"}};
+  if (qm == "droptail" || qm == "hull") return {{"capacity_pkts", "40"}};
+  return {};
+}
+
 // A 1500-byte abstract packet of `flow` to endpoint `dst` (so it leaves on port `dst`).
 inline Packet pkt(uint32_t flow, uint32_t seq, EndpointId dst = 0, uint16_t size_bytes = 1500) {
   Packet p{};
@@ -156,6 +168,7 @@ class TestRouter {
 
   const QueueBank& bank() const { return router_.bank(); }
   const PatternRouter& router() const { return router_; }
+  PatternRouter& router() { return router_; }
   QueueCounters counters(PortId port, QueueId q = 0) const { return bank().counters(port, q); }
   uint64_t drops(PortId port, QueueId q, Reason r) const { return counters(port, q).drops[static_cast<unsigned>(r)]; }
   uint64_t marks(PortId port, QueueId q, Reason r) const { return counters(port, q).marks[static_cast<unsigned>(r)]; }
