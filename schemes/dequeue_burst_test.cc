@@ -45,7 +45,6 @@ void compare(const Components& c, uint64_t seed) {
   Rng rng(seed, 5);
   std::vector<Sent> a, b, d;
   uint32_t seq = 0;
-  uint64_t sent = 0;
   for (Timeslot t = 0; t < 1500; ++t) {
     std::vector<Packet> in;
     const uint32_t n = rng.below(t < 1000 ? 5 : 1);
