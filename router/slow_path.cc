@@ -305,7 +305,9 @@ void SlowPath::local(rte_mbuf* m) {
       icmp[2] = icmp[3] = 0;
       const uint16_t c = ipv4::checksum(icmp, total - hlen);
       std::memcpy(icmp + 2, &c, 2);
-      std::swap(h->src, h->dst);
+      const uint32_t src = h->src;  // packed fields: no references
+      h->src = h->dst;
+      h->dst = src;
       h->ttl = 64;
       h->checksum = 0;
       h->checksum = ipv4::checksum(h, hlen);
