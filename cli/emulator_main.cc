@@ -87,6 +87,10 @@ void list_all() {
               "  pfabric                  pFabric's minimal rate control\n"
               "      %-22s %-13s default %-8s %s\n",
               "ack_latency", "string", "data_path", "ACK channel latency: data_path | propagation");
+  std::printf("      %-22s %-13s default %-8s %s\n", "ack_queueing", "string", "none",
+              "ACKs wait behind the receiver's NIC and its ToR's port: none | delay | delay_and_loss");
+  std::printf("      %-22s %-13s default %-8s %s\n", "ack_queueing_nic", "bool", "true",
+              "with ack_queueing: count the receiver's NIC FIFO (false: the ToR port only)");
   for (const auto& p : transport_param_schema().descs())
     std::printf("      %-22s %-13s default %-8s %s\n", p.name.c_str(), p.type.c_str(), p.default_text.c_str(),
                 p.doc.c_str());

@@ -9,6 +9,7 @@ occupancy.csv with `timeslot,time_us,router,port,packets,bytes`.
       per size bucket: flows, finished, mean and p99 FCT; queue occupancy
       median, p99 and max over the sampled ports (all, or --port) and window.
   compare.py compare FLEXPLANE_DIR NS3_DIR [same options] [--fct-tol 0.15] [--queue-tol 0.20]
+                     [--ns3-fct fct_with_handshake_us] [--ns3-queue full_packets] [--common-window]
       the same for both, side by side, with the relative difference and
       whether it is within the issue's tolerance (FCT mean/p99 15 %, queue
       median/p99 20 %). Exit status 1 if any compared value is outside.
@@ -77,7 +78,28 @@ def fct_buckets(run_dir: Path, column: str = "fct_us") -> list[BucketStats]:
     return out
 
 
-def queue_stats(run_dir: Path, port: int | None, t0: float | None, t1: float | None) -> QueueStats | None:
+# ns-3's full data frame in IP bytes (occupancy.csv's `bytes`): 1458 B of
+# payload + 40 B of headers (docs/validation.md, "Mapping").
+NS3_FULL_PACKET_BYTES = 1498
+
+
+def last_sample_us(run_dir: Path) -> float | None:
+    """Time of the last occupancy sample (the end of the sampled run)."""
+    path = run_dir / "occupancy.csv"
+    if not path.is_file():
+        return None
+    last = None
+    with path.open() as f:
+        for r in csv.DictReader(f):
+            last = r["time_us"]
+    return None if last is None else float(last)
+
+
+def queue_stats(run_dir: Path, port: int | None, t0: float | None, t1: float | None,
+                full_packets_of: int | None = None) -> QueueStats | None:
+    """Occupancy percentiles in packets, or with `full_packets_of` in bytes /
+    that size (ns-3's queues hold ACKs too: 40-byte packets that count as
+    one packet each but weigh ~3 % of a data packet)."""
     path = run_dir / "occupancy.csv"
     if not path.is_file():
         return None
@@ -89,7 +111,7 @@ def queue_stats(run_dir: Path, port: int | None, t0: float | None, t1: float | N
             t = float(r["time_us"])
             if (t0 is not None and t < t0) or (t1 is not None and t > t1):
                 continue
-            vals.append(float(r["packets"]))
+            vals.append(float(r["bytes"]) / full_packets_of if full_packets_of else float(r["packets"]))
     if not vals:
         return QueueStats(0, math.nan, math.nan, math.nan)
     return QueueStats(len(vals), percentile(vals, 50), percentile(vals, 99), max(vals))
@@ -136,8 +158,15 @@ def compare(args: argparse.Namespace) -> int:
             marks.append(("**" if bad else "") + ("-" if math.isnan(d) else f"{d:+.1%}") + ("**" if bad else ""))
         print(f"| {a.name} | {a.flows}/{b.flows} | {fmt(a.mean_fct_us)} / {fmt(b.mean_fct_us)} | {marks[0]} "
               f"| {fmt(a.p99_fct_us)} / {fmt(b.p99_fct_us)} | {marks[1]} |")
-    qa = queue_stats(fx, args.port, args.from_us, args.until_us)
-    qb = queue_stats(ns, args.port, args.from_us, args.until_us)
+    until = args.until_us
+    if args.common_window:  # flexplane samples duration + drain; ns-3 stops at its last flow's end
+        ends = [e for e in (last_sample_us(fx), last_sample_us(ns)) if e is not None]
+        if ends:
+            until = min(ends + ([until] if until is not None else []))
+            print(f"\nqueue samples until {until:.1f} us (the shorter run's last sample)")
+    qa = queue_stats(fx, args.port, args.from_us, until)
+    qb = queue_stats(ns, args.port, args.from_us, until,
+                     NS3_FULL_PACKET_BYTES if args.ns3_queue == "full_packets" else None)
     if qa and qb:
         print("\n| queue (pkts) | flexplane | ns-3 | diff |")
         print("|---|---|---|---|")
@@ -166,6 +195,12 @@ def main(argv: list[str]) -> int:
             s.add_argument("--ns3-fct", default="fct_us", choices=("fct_us", "fct_with_handshake_us"),
                            help="ns-3's FCT from the connection's establishment (default) or from the flow's "
                                 "start (includes the SYN's wait in the host queue and the handshake)")
+            s.add_argument("--ns3-queue", default="packets", choices=("packets", "full_packets"),
+                           help="ns-3's backlog in packets (default; ACKs count as one each) or in full data "
+                                f"packets (bytes / {NS3_FULL_PACKET_BYTES}: ACKs weigh what they take on the wire)")
+            s.add_argument("--common-window", action="store_true",
+                           help="queue samples only until the shorter run's last sample (flexplane samples "
+                                "duration + drain, ns-3 stops at its last flow's end)")
         s.add_argument("--port", type=int, default=None, help="only this switch port's occupancy")
         s.add_argument("--from-us", type=float, default=None, help="occupancy samples from this time")
         s.add_argument("--until-us", type=float, default=None, help="occupancy samples until this time")

@@ -171,7 +171,8 @@ LiveConfig parse_live(const YAML::Node& n, uint32_t num_endpoints, const std::st
   return live;
 }
 
-// `transport: {kind: none|newreno|reno|ecn|dctcp|pfabric, ack_latency: data_path|propagation, <TransportParams>}`.
+// `transport: {kind: none|newreno|reno|ecn|dctcp|pfabric, ack_latency: data_path|propagation,
+//              ack_queueing: none|delay|delay_and_loss, ack_queueing_nic: bool, <TransportParams>}`.
 TransportConfig parse_transport(const YAML::Node& n, const std::string& file) {
   TransportConfig t;
   if (!n) return t;
@@ -187,8 +188,13 @@ TransportConfig parse_transport(const YAML::Node& n, const std::string& file) {
   }
   t.ack_latency = parse_ack_latency(get_string(n, "ack_latency", "data_path", file, "transport"),
                                     where(file, n["ack_latency"] ? n["ack_latency"] : n, "transport.ack_latency"));
+  t.ack_queueing = parse_ack_queueing(get_string(n, "ack_queueing", "none", file, "transport"),
+                                      where(file, n["ack_queueing"] ? n["ack_queueing"] : n, "transport.ack_queueing"));
+  t.ack_queueing_nic = get_bool(n, "ack_queueing_nic", true, file, "transport");
   YAML::Node params = YAML::Clone(n);
   params.remove("ack_latency");
+  params.remove("ack_queueing");
+  params.remove("ack_queueing_nic");
   ParamValues values = to_params(params, "kind", file, "transport");
   values.where = where(file, n, "transport");
   t.params = transport_param_schema().parse(values, std::string("transport ") + transport_kind_name(t.kind));

@@ -162,6 +162,10 @@ void Engine::build(Traffic& traffic) {
     node->up.init(topology_.endpoint_latency_timeslots, static_cast<uint32_t>(group.size()));
     node->down.init(topology_.endpoint_latency_timeslots, topology_.routers[r].num_ports);
     node->sent_local.resize(group.size());
+    // The router runs before its group in every timeslot (routers are added to
+    // a core before groups, and a group is never a boundary node): the group
+    // may read the router's state as of the end of the router's step.
+    traffic.set_group_router(group, *routers_[r]);
     node->source = traffic.make_source(group);
     node->sink = traffic.make_sink(group, &core->log);
     rnodes[r]->rack = node.get();

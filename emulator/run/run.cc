@@ -42,8 +42,12 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "endpoint_ect" << YAML::Value << c.endpoint_ect;
   y << YAML::Key << "transport" << YAML::Value
     << (c.transport.enabled ? transport_kind_name(c.transport.kind) : "none");
-  if (c.transport.enabled)
+  if (c.transport.enabled) {
     y << YAML::Key << "ack_latency" << YAML::Value << ack_latency_name(c.transport.ack_latency);
+    y << YAML::Key << "ack_queueing" << YAML::Value << ack_queueing_name(c.transport.ack_queueing);
+    if (c.transport.ack_queueing != AckQueueing::kNone)
+      y << YAML::Key << "ack_queueing_nic" << YAML::Value << c.transport.ack_queueing_nic;
+  }
   y << YAML::Key << "routers" << YAML::Value << YAML::BeginMap;
   for (size_t i = 0; i < routers.size(); ++i) {
     const ResolvedRouter& r = routers[i];
@@ -68,6 +72,19 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "losses" << YAML::Value << YAML::BeginMap;  // outside any queue: losses.csv
   for (const auto& k : s.losses.kinds) y << YAML::Key << k.name << YAML::Value << k.packets;
   y << YAML::EndMap;
+  if (c.transport.enabled && c.transport.ack_queueing != AckQueueing::kNone) {
+    const AckQueueStats& a = s.ack_queue;
+    y << YAML::Key << "ack_queueing" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "acks" << YAML::Value << a.acks;
+    y << YAML::Key << "lost" << YAML::Value << a.lost;
+    y << YAML::Key << "mean_wait_timeslots" << YAML::Value
+      << (a.acks > a.lost ? static_cast<double>(a.waited) / static_cast<double>(a.acks - a.lost) : 0.0);
+    y << YAML::Key << "mean_nic_wait_timeslots" << YAML::Value
+      << (a.acks > a.lost ? static_cast<double>(a.waited_nic) / static_cast<double>(a.acks - a.lost) : 0.0);
+    y << YAML::Key << "max_wait_timeslots" << YAML::Value << a.max_wait;
+    y << YAML::Key << "unqueued" << YAML::Value << a.unqueued;
+    y << YAML::EndMap;
+  }
   y << YAML::Key << "offered_load" << YAML::Value << wstats.offered_load;
   y << YAML::Key << "router_packet_hops" << YAML::Value << s.router_packet_hops;
   y << YAML::Key << "wall_seconds" << YAML::Value << s.wall_seconds;
@@ -107,6 +124,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   s.wall_seconds = engine.wall_seconds();
   s.router_packet_hops = engine.router_packet_hops();
   s.offered_load = wstats.offered_load;
+  s.ack_queue = traffic.ack_queue_stats();
   const std::vector<PacketEvent> events = engine.events();
   std::vector<uint32_t> lost(flows.size(), 0);
   for (const auto& e : events)

@@ -21,6 +21,7 @@ struct RunSummary {
   uint64_t marks = 0;
   Losses losses;                       // the drops outside queues, and misdelivered packets, by kind
   uint64_t router_packet_hops = 0;
+  AckQueueStats ack_queue;             // closed loop with transport.ack_queueing; zeros otherwise
   Timeslot timeslots = 0;
   double wall_seconds = 0;
   double offered_load = 0;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "api/params.h"
+#include "api/router.h"
 #include "emulator/traffic/closed_loop_internal.h"
 #include "emulator/traffic/flow_traffic.h"
 #include "transports/receiver.h"
@@ -23,6 +24,17 @@ AckLatency parse_ack_latency(const std::string& s, const std::string& where) {
 }
 
 const char* ack_latency_name(AckLatency a) { return a == AckLatency::kDataPath ? "data_path" : "propagation"; }
+
+AckQueueing parse_ack_queueing(const std::string& s, const std::string& where) {
+  if (s == "none") return AckQueueing::kNone;
+  if (s == "delay") return AckQueueing::kDelay;
+  if (s == "delay_and_loss") return AckQueueing::kDelayAndLoss;
+  throw ConfigError(where + ": unknown ack_queueing '" + s + "' (known: none, delay, delay_and_loss)");
+}
+
+const char* ack_queueing_name(AckQueueing a) {
+  return a == AckQueueing::kNone ? "none" : a == AckQueueing::kDelay ? "delay" : "delay_and_loss";
+}
 
 ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, const TransportConfig& config,
                                    double timeslot_ns)
@@ -44,6 +56,9 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
     group_of[e] = static_cast<uint32_t>(group_of_router[topology.endpoint_port[e].router]);
 
   progress.reset(new GroupProgress[num_groups]);
+  ack_stats.reset(new GroupAckStats[num_groups]);
+  ack_queueing = config.ack_queueing;
+  tor.assign(num_groups, nullptr);
   arrival_index.assign(flows.size(), 0);
   {
     std::vector<uint32_t> count(num_groups, 0);  // flows are in start order: the source's arrival order
@@ -52,6 +67,9 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   local.resize(num_groups);
   channels.resize(size_t{num_groups} * num_groups);
   ack_delay.resize(flows.size());
+  ack_port.assign(flows.size(), kNoRoute);
+  ack_wait_nic = config.ack_queueing_nic;
+  nic_queued.assign(topology.num_endpoints, 0);
   base_rtt.resize(flows.size());
   receivers.resize(flows.size());
   outcomes.resize(flows.size());
@@ -67,6 +85,13 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
     d = std::max<Timeslot>(d, 1);
     ack_delay[fl.id] = d;
     base_rtt[fl.id] = ok_fwd ? fwd.latency + d : 0;
+    if (ok_rev) {  // the port the ACK leaves the destination's ToR by (as the reverse path takes it)
+      Packet a{};
+      a.flow = fl.id;
+      a.src = fl.dst;
+      a.dst = fl.src;
+      ack_port[fl.id] = topology.routers[topology.endpoint_port[fl.dst].router].routes.route(a);
+    }
     const uint32_t g = group_of[fl.src], h = group_of[fl.dst];
     if (g != h) {
       auto& c = channels[size_t{h} * num_groups + g];
@@ -106,7 +131,7 @@ class ClosedLoopSource final : public TrafficSource {
  public:
   ClosedLoopSource(ClosedLoopShared& sh, const std::vector<EndpointId>& group, EndpointStamping stamping,
                    std::vector<Timeslot>& first_sent)
-      : sh_(sh), stamping_(stamping), first_sent_(first_sent), nics_(group.size()) {
+      : sh_(sh), stamping_(stamping), first_sent_(first_sent), endpoints_(group), nics_(group.size()) {
     group_ = sh.group_of[group.front()];
     local_of_.assign(sh.group_of.size(), -1);
     for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
@@ -175,6 +200,7 @@ class ClosedLoopSource final : public TrafficSource {
         local[n++] = l;
         if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
         remote_queued_ -= e.remote;
+        --sh_.nic_queued[endpoints_[l]];
         if (++nic.head == nic.queue.size()) {
           nic.queue.clear();
           nic.head = 0;
@@ -272,6 +298,7 @@ class ClosedLoopSource final : public TrafficSource {
       if (nic.queue.size() == nic.head) busy_bit(ar.local);
       nic.queue.push_back({ar.flow, *seg, ar.remote});
       remote_queued_ += ar.remote;
+      ++sh_.nic_queued[endpoints_[ar.local]];
     }
     if (s.done()) {
       SenderOutcome& o = sh_.outcomes[ar.flow];
@@ -301,6 +328,7 @@ class ClosedLoopSource final : public TrafficSource {
   ClosedLoopShared& sh_;
   EndpointStamping stamping_;
   std::vector<Timeslot>& first_sent_;
+  std::vector<EndpointId> endpoints_;  // by local index
   uint32_t group_ = 0;
   std::vector<int32_t> local_of_;
   std::vector<Arrival> arrivals_;
@@ -326,9 +354,13 @@ class ClosedLoopSink final : public TrafficSink {
     group_ = sh.group_of[group.front()];
     for (EndpointId e : group) here_[e] = true;
     out_.resize(sh.num_groups);
+    queueing_ = sh.ack_queueing != AckQueueing::kNone && sh.tor[group_];
+    lossy_ = sh.ack_queueing == AckQueueing::kDelayAndLoss;
   }
 
   void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
+    // The ToR has run this timeslot already (the engine steps a router before its group).
+    const QueueBank* bank = queueing_ ? &sh_.tor[group_]->bank() : nullptr;
     for (uint32_t i = 0; i < n; ++i) {
       const Packet& p = pkts[i];
       if (__builtin_expect(p.flow >= states_.size() || p.dst >= here_.size() || !here_[p.dst] ||
@@ -350,7 +382,8 @@ class ClosedLoopSink final : public TrafficSink {
       if (log_ && log_->log_deliveries()) log_->on_deliver(p, now);
       const uint32_t to = sh_.group_of[f.src];
       for (uint32_t k = 0; k < acks.n; ++k) {
-        const AckMsg m{now + sh_.ack_delay[p.flow], p.flow, acks.ack[k]};
+        AckMsg m{now + sh_.ack_delay[p.flow], p.flow, acks.ack[k]};
+        if (bank && !queue_ack(*bank, f, &m.due)) continue;  // lost in a full port
         if (to == group_)
           sh_.local[group_].acks.push_back(m);
         else
@@ -365,6 +398,40 @@ class ClosedLoopSink final : public TrafficSink {
   }
 
  private:
+  // ACK queueing: the ACK leaves now, reaches the ToR `latency` later and
+  // waits there behind the backlog of its first reverse port, read as the ToR
+  // left it at the end of this timeslot: at latency 1 exactly what the ACK
+  // finds as the first arrival of the next timeslot (earlier by latency - 1
+  // otherwise). FIFO at one packet per timeslot: backlog b delays it by b.
+  // An ACK takes no room in the port (42 bytes: a few percent of a timeslot).
+  // Loss (delay_and_loss): a single-queue port that held its capacity in this
+  // timeslot (backlog >= capacity - 1 after its departure) was refusing
+  // arrivals, and the ACK is lost there; returns false. As the first arrival
+  // of the next timeslot it would always find room (the departure freed one),
+  // so the rule takes the ACK as competing with this timeslot's arrivals.
+  bool queue_ack(const QueueBank& bank, const FlowSpec& f, Timeslot* due) {
+    AckQueueStats& st = sh_.ack_stats[group_].s;
+    ++st.acks;
+    // The receiver's NIC: the segments queued in its FIFO leave first, one per timeslot.
+    const uint64_t nic = sh_.ack_wait_nic ? sh_.nic_queued[f.dst] : 0;
+    const PortId port = sh_.ack_port[f.id];
+    uint64_t backlog = 0;
+    if (port == kNoRoute || port >= bank.num_ports()) {
+      ++st.unqueued;
+    } else {
+      backlog = bank.port_packets(port);
+      if (lossy_ && bank.queues_per_port() == 1 && backlog > 0 && backlog + 1 >= bank.capacity_pkts()) {
+        ++st.lost;
+        return false;
+      }
+    }
+    *due += nic + backlog;
+    st.waited += nic + backlog;
+    st.waited_nic += nic;
+    st.max_wait = std::max<uint64_t>(st.max_wait, nic + backlog);
+    return true;
+  }
+
   ClosedLoopShared& sh_;
   std::vector<FlowState>& states_;
   uint32_t group_ = 0;
@@ -372,6 +439,8 @@ class ClosedLoopSink final : public TrafficSink {
   EventLog* log_;
   uint64_t* unexpected_;
   std::vector<std::vector<AckMsg>> out_;  // by receiving group, one deliver() call's ACKs
+  bool queueing_ = false;  // ACK queueing on, and the ToR known
+  bool lossy_ = false;
 };
 
 }  // namespace

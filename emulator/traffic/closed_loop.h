@@ -5,6 +5,10 @@
 // - Senders live with the source endpoint's group, receivers with the
 //   destination's. A receiver's ACKs travel back on a reverse channel with a
 //   fixed latency per flow (`ack_latency`): they do not occupy router ports.
+//   With `ack_queueing` an ACK also waits for the backlog it finds in the
+//   first port of its reverse path (the destination ToR's port towards the
+//   sender), read from the ToR, which runs on the sink's core before it; with
+//   `delay_and_loss` it is lost where that port is full.
 // - NIC: one FIFO per endpoint. When an ACK, a timer or a flow's start lets a
 //   sender send, every segment its window allows joins its endpoint's FIFO at
 //   once; the NIC sends one per timeslot (the access link's rate).
@@ -42,12 +46,36 @@ enum class AckLatency : uint8_t {
 AckLatency parse_ack_latency(const std::string& s, const std::string& where);
 const char* ack_latency_name(AckLatency a);
 
+// Whether an ACK waits behind data in the first port of its reverse path (the
+// destination ToR's egress towards the sender; docs/transports.md): the only
+// reverse hop whose router runs on the core that produces the ACK. Further
+// hops keep the unloaded latency.
+enum class AckQueueing : uint8_t {
+  kNone,          // the fixed latency only
+  kDelay,         // + that port's backlog in packets at the ACK's production, in timeslots (FIFO: one per timeslot)
+  kDelayAndLoss,  // the same, and lost where the port was full (a single-queue port that held its capacity this timeslot)
+};
+AckQueueing parse_ack_queueing(const std::string& s, const std::string& where);
+const char* ack_queueing_name(AckQueueing a);
+
 // The `transport:` section of a run, resolved.
 struct TransportConfig {
   bool enabled = false;  // kind: none -> open loop (every packet sent once)
   TransportKind kind = TransportKind::kReno;
   TransportParams params;
   AckLatency ack_latency = AckLatency::kDataPath;
+  AckQueueing ack_queueing = AckQueueing::kNone;
+  bool ack_queueing_nic = true;  // with ack_queueing: the ACK also waits behind its receiver's NIC FIFO
+};
+
+// What the ACK queueing did, summed over the receivers' groups.
+struct AckQueueStats {
+  uint64_t acks = 0;        // ACKs produced (lost ones included)
+  uint64_t lost = 0;        // lost in a full port (kDelayAndLoss)
+  uint64_t waited = 0;      // timeslots of queueing added, summed over the ACKs that went on
+  uint64_t waited_nic = 0;  // ... of which in the receivers' NIC FIFOs
+  uint64_t max_wait = 0;    // the longest
+  uint64_t unqueued = 0;    // ACKs whose first reverse port could not be read (no router told): fixed latency
 };
 
 // Per flow, written by the source's core; read after the run.

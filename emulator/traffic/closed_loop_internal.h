@@ -60,6 +60,11 @@ struct alignas(64) GroupProgress {
   std::atomic<Timeslot> delivered_before{0};
 };
 
+// Written by a group's sink (its core only).
+struct alignas(64) GroupAckStats {
+  AckQueueStats s;
+};
+
 // ACKs between a group's own endpoints: written by its sink, read by its
 // source, both on the group's core.
 struct LocalAcks {
@@ -76,6 +81,12 @@ struct ClosedLoopShared {
   std::vector<uint32_t> arrival_index;  // by flow: its index among its source group's flows
   std::vector<Timeslot> ack_delay;      // by flow: receiver -> sender, timeslots (>= 1)
   std::vector<Timeslot> base_rtt;       // by flow: forward path latency + ack_delay
+  AckQueueing ack_queueing = AckQueueing::kNone;
+  std::vector<PortId> ack_port;         // by flow: first port of the ACK's path, on the destination's ToR (kNoRoute: none)
+  std::vector<const Router*> tor;       // by group: its ToR (Traffic::set_group_router), read by the group's sink
+  bool ack_wait_nic = true;             // ACK queueing: also behind the receiver's own NIC FIFO
+  std::vector<uint32_t> nic_queued;     // by endpoint: segments in its NIC FIFO (written by its group's source, read by its sink)
+  std::unique_ptr<GroupAckStats[]> ack_stats;           // by group
   std::unique_ptr<GroupProgress[]> progress;            // by group
   std::vector<LocalAcks> local;                         // by group
   std::vector<std::unique_ptr<AckChannel>> channels;    // [writer group * num_groups + reader group]; null: unused

@@ -30,6 +30,7 @@ struct Result {
   std::vector<FlowState> states;
   std::vector<SenderOutcome> outcomes;
   uint64_t unexpected = 0;
+  AckQueueStats acks;
 };
 
 Result run(const Topology& topo, const FlowList& flows, const std::string& scheme,
@@ -47,7 +48,7 @@ Result run(const Topology& topo, const FlowList& flows, const std::string& schem
   Engine engine(topo, routers_for(topo, scheme, qm), traffic, opt);
   engine.run(end);
   return {engine.events(), engine.occupancy(), traffic.states(), traffic.sender_outcomes(),
-          traffic.unexpected_arrivals()};
+          traffic.unexpected_arrivals(), traffic.ack_queue_stats()};
 }
 
 uint64_t drops(const Result& r) {
@@ -73,6 +74,67 @@ TEST_CASE("closed loop: a flow alone finishes in its ideal time, every transport
     REQUIRE(r.outcomes[0].retransmits == 0);
     REQUIRE(r.unexpected == 0);
   }
+}
+
+TEST_CASE("closed loop: an ACK waits for the backlog of its reverse port (ack_queueing)", "[traffic][transports]") {
+  // single_rack of 4, latency 1. Cross traffic: 2 -> 0 and 3 -> 0, 10 packets each, both sent
+  // at t = 0..9 (IW 10): two arrivals and one departure per timeslot at port 0, so its
+  // backlog after the ToR's step at t is t (t = 1..10), then 20 - t (t = 10..20).
+  // The flow under test: 0 -> 1, 11 packets from t = 8. seq 0..9 leave at 8..17 (IW 10) and
+  // arrive at 10..19; seq 10 waits for the first ACK. Its ACKs travel 1 -> 0 and wait in
+  // port 0: the ACK produced at t = 10 (of seq 0) finds 10 packets there.
+  //  - unqueued (data_path): due 10 + 2 = 12, seq 10 joins the NIC behind seq 9, leaves at
+  //    18, arrives at 20.
+  //  - delay, data_path: due 10 + 2 + 10 = 22; seq 10 leaves at 22, arrives at 24.
+  //  - delay, propagation (1): due 21, arrives at 23.
+  // The ACKs of seq 1..9 (produced at 11..19, backlog 9..1) are due at 22 too: ACK compression.
+  const Topology topo = make_single_rack(4, 1);
+  const FlowList flows = {{0, 2, 0, 10, 0}, {1, 3, 0, 10, 0}, {2, 0, 1, 11, 8}};
+  auto with = [](AckLatency latency, AckQueueing q, bool nic = false) {
+    TransportConfig t = transport(TransportKind::kReno, 1000);
+    t.ack_latency = latency;
+    t.ack_queueing = q;
+    t.ack_queueing_nic = nic;
+    return t;
+  };
+  const Result none = run(topo, flows, "droptail", {}, with(AckLatency::kDataPath, AckQueueing::kNone), 1, true, 3000);
+  REQUIRE(none.states[2].finish == 20);
+  REQUIRE(none.acks.acks == 0);  // not counted when off
+  const Result delay = run(topo, flows, "droptail", {}, with(AckLatency::kDataPath, AckQueueing::kDelay), 1, true, 3000);
+  REQUIRE(delay.states[2].finish == 24);
+  REQUIRE(delay.states[0].finish == none.states[0].finish);  // the cross traffic does not wait for ACKs
+  REQUIRE(delay.acks.acks == 31);                             // one per packet, nothing lost (1024-packet ports)
+  REQUIRE(delay.acks.lost == 0);
+  REQUIRE(delay.acks.max_wait == 10);
+  REQUIRE(delay.acks.unqueued == 0);
+  // Waits: the test flow's ACKs at t = 10..19 find 10, 9, ..., 1, seq 10's at 24 finds 0; the
+  // cross traffic's ACK ports (2 and 3) are empty.
+  REQUIRE(delay.acks.waited == 55);
+  const Result prop = run(topo, flows, "droptail", {}, with(AckLatency::kPropagation, AckQueueing::kDelay), 1, true, 3000);
+  REQUIRE(prop.states[2].finish == 23);
+  // With the receiver's NIC: endpoint 1's NIC is empty, so the test flow is unchanged; the
+  // cross traffic's ACKs leave endpoint 0, whose NIC holds seq 1..9 of the test flow after
+  // t = 8 (9 after emit(8), one less each timeslot): the ACKs produced at t = 9..17 wait
+  // 9, 8, ..., 1 there (45), the others nothing.
+  const Result nic = run(topo, flows, "droptail", {}, with(AckLatency::kDataPath, AckQueueing::kDelay, true), 1, true, 3000);
+  REQUIRE(nic.states[2].finish == 24);
+  REQUIRE(nic.acks.waited_nic == 45);
+  REQUIRE(nic.acks.waited == 55 + 45);
+
+  // Loss: with 8-packet ports, port 0 holds 8 packets before its departure at t = 8..10 (one
+  // arrival refused each timeslot) and 7 after it. The ACK produced at t = 10 is lost there; the
+  // one at t = 11 (backlog 6) is due at 19 and acknowledges both: seq 10 leaves at 19,
+  // arrives at 21. With delay only, the ACK at t = 10 is due at 10 + 2 + 7 = 19 as well.
+  const std::vector<std::pair<std::string, std::string>> small = {{"capacity_pkts", "8"}};
+  const Result lossy =
+      run(topo, flows, "droptail", small, with(AckLatency::kDataPath, AckQueueing::kDelayAndLoss), 1, true, 3000);
+  REQUIRE(drops(lossy) == 3);
+  REQUIRE(lossy.acks.lost == 1);
+  REQUIRE(lossy.states[2].finish == 21);
+  for (uint32_t f = 0; f < 3; ++f) REQUIRE(lossy.states[f].delivered == flows[f].size_pkts);
+  const Result delayed = run(topo, flows, "droptail", small, with(AckLatency::kDataPath, AckQueueing::kDelay), 1, true, 3000);
+  REQUIRE(delayed.acks.lost == 0);
+  REQUIRE(delayed.states[2].finish == 21);
 }
 
 TEST_CASE("closed loop: every flow finishes despite drops, by retransmission", "[traffic][transports]") {
@@ -118,26 +180,41 @@ TEST_CASE("closed loop: 1 core and N cores give identical results, lookahead on 
   // small buffers: drops, marks, retransmissions and timeouts all happen.
   const Topology topo = make_leaf_spine(3, 8, 2, 1, 1);
   const FlowList flows = random_flows(topo.num_endpoints, 500, 4000, 5, 300);
+  // With ack_queueing, ACKs read their destination ToR's port backlog (an uplink for flows
+  // between racks): the ToR runs on the ACK's core before its sink, on any number of cores.
   struct Case {
     const char* scheme;
     TransportKind kind;
     PriorityStamp prio;
+    AckQueueing queueing;
   };
-  for (const Case c : {Case{"droptail", TransportKind::kReno, PriorityStamp::kNone},
-                       Case{"dctcp", TransportKind::kDctcp, PriorityStamp::kNone},
-                       Case{"pfabric", TransportKind::kPfabric, PriorityStamp::kRemainingSize}}) {
-    INFO("scheme " << c.scheme << ", transport " << transport_kind_name(c.kind));
+  for (const Case c : {Case{"droptail", TransportKind::kReno, PriorityStamp::kNone, AckQueueing::kNone},
+                       Case{"dctcp", TransportKind::kDctcp, PriorityStamp::kNone, AckQueueing::kNone},
+                       Case{"pfabric", TransportKind::kPfabric, PriorityStamp::kRemainingSize, AckQueueing::kNone},
+                       Case{"droptail", TransportKind::kReno, PriorityStamp::kNone, AckQueueing::kDelayAndLoss},
+                       Case{"dctcp", TransportKind::kDctcp, PriorityStamp::kNone, AckQueueing::kDelay}}) {
+    INFO("scheme " << c.scheme << ", transport " << transport_kind_name(c.kind) << ", ack_queueing "
+                   << ack_queueing_name(c.queueing));
     const std::vector<std::pair<std::string, std::string>> qm = {{"capacity_pkts", "24"}};
-    const Result one = run(topo, flows, c.scheme, qm, transport(c.kind), 1, true, 40000, c.prio);
+    TransportConfig t = transport(c.kind);
+    t.ack_queueing = c.queueing;
+    const Result one = run(topo, flows, c.scheme, qm, t, 1, true, 40000, c.prio);
     REQUIRE(drops(one) > 0);
+    if (c.queueing != AckQueueing::kNone) {
+      REQUIRE(one.acks.waited > 0);
+      REQUIRE(one.acks.unqueued == 0);
+      if (c.queueing == AckQueueing::kDelayAndLoss) REQUIRE(one.acks.lost > 0);
+    }
     uint32_t finished = 0;
     for (size_t i = 0; i < flows.size(); ++i) finished += one.states[i].delivered == flows[i].size_pkts;
     REQUIRE(finished == flows.size());  // closed loop: every flow finishes
     for (uint32_t cores : {2u, 3u}) {
       for (bool lookahead : {true, false}) {
         INFO("cores " << cores << ", lookahead " << lookahead);
-        const Result many = run(topo, flows, c.scheme, qm, transport(c.kind), cores, lookahead, 40000, c.prio);
+        const Result many = run(topo, flows, c.scheme, qm, t, cores, lookahead, 40000, c.prio);
         REQUIRE(many.events == one.events);
+        REQUIRE(many.acks.waited == one.acks.waited);
+        REQUIRE(many.acks.lost == one.acks.lost);
         REQUIRE(many.occupancy == one.occupancy);
         for (size_t i = 0; i < flows.size(); ++i) {
           REQUIRE(many.states[i].finish == one.states[i].finish);
@@ -191,6 +268,13 @@ TEST_CASE("closed loop: the transport section is parsed strictly, errors name th
   REQUIRE(c.transport.kind == TransportKind::kReno);
   REQUIRE(c.transport.params.min_rto_us == 200);
   REQUIRE(c.transport.ack_latency == AckLatency::kPropagation);
+  REQUIRE(c.transport.ack_queueing == AckQueueing::kNone);
+  REQUIRE(parse("transport: {kind: dctcp, ack_queueing: delay}").transport.ack_queueing == AckQueueing::kDelay);
+  REQUIRE(parse("transport: {kind: reno, ack_queueing: delay_and_loss}").transport.ack_queueing ==
+          AckQueueing::kDelayAndLoss);
+  REQUIRE_THROWS_WITH(parse("transport: {kind: dctcp, ack_queueing: yes}"), Catch::Contains("transport.ack_queueing"));
+  REQUIRE(c.transport.ack_queueing_nic);
+  REQUIRE_FALSE(parse("transport: {kind: dctcp, ack_queueing: delay, ack_queueing_nic: false}").transport.ack_queueing_nic);
   REQUIRE(parse("transport: {kind: dctcp, dctcp_g: 0.125}").transport.params.dctcp_g == 0.125);
   REQUIRE_THROWS_WITH(parse("transport: {kind: vegas}"), Catch::Contains("transport.kind") && Catch::Contains("vegas"));
   REQUIRE_THROWS_WITH(parse("transport: {kind: dctcp, min_rto: 5}"), Catch::Contains("unknown parameter 'min_rto'"));

@@ -160,6 +160,25 @@ const std::vector<SenderOutcome>& FlowTraffic::sender_outcomes() const {
   return closed_loop_ ? closed_loop_->outcomes : none;
 }
 
+void FlowTraffic::set_group_router(const std::vector<EndpointId>& group, const Router& tor) {
+  if (closed_loop_ && !group.empty()) closed_loop_->tor.at(closed_loop_->group_of.at(group.front())) = &tor;
+}
+
+AckQueueStats FlowTraffic::ack_queue_stats() const {
+  AckQueueStats sum;
+  if (!closed_loop_) return sum;
+  for (uint32_t g = 0; g < closed_loop_->num_groups; ++g) {
+    const AckQueueStats& s = closed_loop_->ack_stats[g].s;
+    sum.acks += s.acks;
+    sum.lost += s.lost;
+    sum.waited += s.waited;
+    sum.waited_nic += s.waited_nic;
+    sum.max_wait = std::max(sum.max_wait, s.max_wait);
+    sum.unqueued += s.unqueued;
+  }
+  return sum;
+}
+
 std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
   if (closed_loop_) return make_closed_loop_source(*closed_loop_, group, stamping_, first_sent_);
   return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_, first_sent_);

@@ -41,6 +41,10 @@ class FlowTraffic final : public Traffic {
   const std::vector<SenderOutcome>& sender_outcomes() const;
   std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) override;
   std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) override;
+  // Closed loop: the group's sink reads its ToR's port backlogs (transport.ack_queueing).
+  void set_group_router(const std::vector<EndpointId>& group, const Router& tor) override;
+  // Closed loop with ack_queueing (zeros otherwise), summed over groups; read after the run.
+  AckQueueStats ack_queue_stats() const;
 
   const FlowList& flows() const { return flows_; }
   const std::vector<FlowState>& states() const { return states_; }

@@ -17,6 +17,8 @@
 
 namespace flexplane {
 
+class Router;
+
 class TrafficSource {
  public:
   virtual ~TrafficSource() = default;
@@ -45,6 +47,12 @@ class Traffic {
   virtual ~Traffic() = default;
   virtual std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) = 0;
   virtual std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) = 0;
+  // The router the group's endpoints hang off (their ToR), told before
+  // make_source/make_sink of that group. The engine runs that router on the
+  // group's core and, each timeslot, before the group: the group's source and
+  // sink may read its state (e.g. a port's backlog) during their own step, and
+  // nowhere else. The default ignores it.
+  virtual void set_group_router(const std::vector<EndpointId>& /*group*/, const Router& /*tor*/) {}
   // Where drops on engine core `core` are reported besides the core's log
   // (live mode turns them into drop verdicts); null for none.
   virtual EventSink* drop_sink(uint32_t core) { return nullptr; }
