@@ -69,10 +69,10 @@ asan_ubsan() {
        ctest --output-on-failure --timeout 900 -j "$JOBS")
 }
 
-tsan() {  # the multicore engine under ThreadSanitizer
+tsan() {  # the multicore engine, and closed-loop transports' cross-core ACK channels, under ThreadSanitizer
   mkdir -p build-tsan && configure_build build-tsan flexplane_tests \
       "${SAN_FLAGS[@]}" -DFLEXPLANE_SANITIZE=thread &&
-    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/flexplane_tests '[engine]'
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/flexplane_tests '[engine],[transports][determinism]'
 }
 
 fuzz() { proto/run_fuzz.sh "$FUZZ_SECONDS"; }     # every protocol decoder, bounded time
