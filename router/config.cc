@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "emulator/config/config.h"
 #include "emulator/config/yaml_util.h"
 #include "router/ipv4.h"
 
@@ -12,43 +13,6 @@ namespace fs = std::filesystem;
 using namespace yaml;
 
 namespace {
-
-// The emulator's per-level router keys (emulator/config.cc apply_router_level,
-// not exported there yet): a scheme preset, components with parameters, or a
-// generic router. Naming another scheme or component starts it afresh.
-void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path) {
-  if (node.IsScalar()) {
-    if (node.Scalar() != spec.name) spec.params = ParamValues{};
-    spec.name = node.Scalar();
-    return;
-  }
-  require_map(node, file, path);
-  if (node["name"]) {
-    const std::string name = get_string(node, "name", "", file, path);
-    if (name != spec.name) spec.params = ParamValues{};
-    spec.name = name;
-  }
-  for (auto& kv : to_params(node, "name", file, path).entries) spec.params.set(kv.first, kv.second);
-}
-
-void apply_scheme_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
-  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router"}, file, path);
-  if (node["scheme"]) {
-    const std::string scheme = get_string(node, "scheme", "", file, path);
-    if (scheme != spec.scheme) spec.classifier = spec.queue_manager = spec.scheduler = ComponentSpec{};
-    spec.scheme = scheme;
-  }
-  if (node["classifier"]) parse_component(node["classifier"], spec.classifier, file, path + ".classifier");
-  if (node["queue_manager"]) parse_component(node["queue_manager"], spec.queue_manager, file, path + ".queue_manager");
-  if (node["scheduler"]) parse_component(node["scheduler"], spec.scheduler, file, path + ".scheduler");
-  if (node["router"]) {
-    ComponentSpec generic;
-    parse_component(node["router"], generic, file, path + ".router");
-    spec.router = generic.name;
-    spec.router_params = generic.params;
-  }
-  spec.where = where(file, node, path);
-}
 
 void apply_port_level(const YAML::Node& node, PortSettings& s, const std::string& file, const std::string& path) {
   if (!node || node.IsNull()) return;
@@ -72,7 +36,7 @@ void apply_port_level(const YAML::Node& node, PortSettings& s, const std::string
   }
   s.rate_mbps = get_double(node, "rate_mbps", s.rate_mbps, 0, 1e7, file, path);
   s.mtu_bytes = static_cast<uint32_t>(get_uint(node, "mtu_bytes", s.mtu_bytes, 68, 9000, file, path));
-  if (node["router"]) apply_scheme_level(node["router"], s.scheme, file, path + ".router");
+  if (node["router"]) apply_router_level(node["router"], s.scheme, file, path + ".router");
   s.where = where(file, node, path);
 }
 
@@ -108,7 +72,7 @@ RouterConfig parse_config(const YAML::Node& root, const std::string& file, const
   c.seed = get_uint(root, "seed", 1, 0, UINT64_MAX, file, "seed");
 
   c.default_scheme.where = file + ": router (default droptail)";
-  if (const YAML::Node n = root["router"]) apply_scheme_level(n, c.default_scheme, file, "router");
+  if (const YAML::Node n = root["router"]) apply_router_level(n, c.default_scheme, file, "router");
 
   if (const YAML::Node n = root["ports"]) {
     require_map(n, file, "ports");

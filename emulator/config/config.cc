@@ -46,44 +46,6 @@ Topology parse_topology(const YAML::Node& node, const std::string& file, const s
   return topo;
 }
 
-void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path) {
-  // Naming a (different) component starts its parameters afresh: values set
-  // at a broader level were meant for the component named there.
-  auto rename = [&](const std::string& name) {
-    if (name != spec.name) spec.params = ParamValues{};
-    spec.name = name;
-  };
-  if (node.IsScalar()) {  // shorthand: `scheduler: drr`
-    rename(node.Scalar());
-    return;
-  }
-  require_map(node, file, path);
-  if (node["name"]) rename(get_string(node, "name", "", file, path));
-  ParamValues extra = to_params(node, "name", file, path);
-  for (auto& kv : extra.entries) spec.params.set(kv.first, kv.second);  // later levels override earlier
-}
-
-// Apply one level of router config (default, tier or name) onto `spec`.
-void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
-  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router"}, file, path);
-  if (node["scheme"]) {
-    const std::string scheme = get_string(node, "scheme", "", file, path);
-    // Switching scheme resets the components (names and parameters) chosen at
-    // broader levels: they belonged to the other scheme.
-    if (scheme != spec.scheme) spec.classifier = spec.queue_manager = spec.scheduler = ComponentSpec{};
-    spec.scheme = scheme;
-  }
-  if (node["classifier"]) parse_component(node["classifier"], spec.classifier, file, path + ".classifier");
-  if (node["queue_manager"]) parse_component(node["queue_manager"], spec.queue_manager, file, path + ".queue_manager");
-  if (node["scheduler"]) parse_component(node["scheduler"], spec.scheduler, file, path + ".scheduler");
-  if (node["router"]) {
-    ComponentSpec generic;
-    parse_component(node["router"], generic, file, path + ".router");
-    spec.router = generic.name;
-    spec.router_params = generic.params;
-  }
-  spec.where = where(file, node, path);
-}
 
 std::vector<RouterSpec> parse_routers(const YAML::Node& node, const Topology& topo, const std::string& file) {
   std::vector<RouterSpec> specs(topo.routers.size());
@@ -205,6 +167,45 @@ TransportConfig parse_transport(const YAML::Node& n, const std::string& file) {
 }
 
 }  // namespace
+
+void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path) {
+  // Naming a (different) component starts its parameters afresh: values set
+  // at a broader level were meant for the component named there.
+  auto rename = [&](const std::string& name) {
+    if (name != spec.name) spec.params = ParamValues{};
+    spec.name = name;
+  };
+  if (node.IsScalar()) {  // shorthand: `scheduler: drr`
+    rename(node.Scalar());
+    return;
+  }
+  require_map(node, file, path);
+  if (node["name"]) rename(get_string(node, "name", "", file, path));
+  ParamValues extra = to_params(node, "name", file, path);
+  for (auto& kv : extra.entries) spec.params.set(kv.first, kv.second);  // later levels override earlier
+}
+
+// Apply one level of router config (default, tier or name) onto `spec`.
+void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
+  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router"}, file, path);
+  if (node["scheme"]) {
+    const std::string scheme = get_string(node, "scheme", "", file, path);
+    // Switching scheme resets the components (names and parameters) chosen at
+    // broader levels: they belonged to the other scheme.
+    if (scheme != spec.scheme) spec.classifier = spec.queue_manager = spec.scheduler = ComponentSpec{};
+    spec.scheme = scheme;
+  }
+  if (node["classifier"]) parse_component(node["classifier"], spec.classifier, file, path + ".classifier");
+  if (node["queue_manager"]) parse_component(node["queue_manager"], spec.queue_manager, file, path + ".queue_manager");
+  if (node["scheduler"]) parse_component(node["scheduler"], spec.scheduler, file, path + ".scheduler");
+  if (node["router"]) {
+    ComponentSpec generic;
+    parse_component(node["router"], generic, file, path + ".router");
+    spec.router = generic.name;
+    spec.router_params = generic.params;
+  }
+  spec.where = where(file, node, path);
+}
 
 RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::string& base_dir,
                     const std::string& variant) {

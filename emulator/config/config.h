@@ -75,4 +75,13 @@ Experiment load_experiment(const std::string& path);
 RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::string& base_dir,
                     const std::string& variant);
 
+// One level of router configuration (a `routers:` default, tier or name; router
+// mode's `router:`) applied onto `spec`: keys scheme, classifier,
+// queue_manager, scheduler, router. Naming another scheme or component starts
+// it afresh; parameters at this level override broader ones. Throws
+// ConfigError naming `file`, `path` and the field.
+void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path);
+// One component key (a name, or a map with `name` and parameters) onto `spec`.
+void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::string& file, const std::string& path);
+
 }  // namespace flexplane
