@@ -16,6 +16,8 @@ struct FlowSpec {
   EndpointId dst = 0;
   uint32_t size_pkts = 1;   // abstract packets (>= 1)
   Timeslot start = 0;       // arrival time at the source endpoint
+
+  bool operator==(const FlowSpec&) const = default;
 };
 
 using FlowList = std::vector<FlowSpec>;

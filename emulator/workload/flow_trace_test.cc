@@ -26,15 +26,6 @@ std::string error_of(const std::string& text, uint32_t num_endpoints = 8) {
   return "(no error)";
 }
 
-bool same(const FlowList& a, const FlowList& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].id != b[i].id || a[i].src != b[i].src || a[i].dst != b[i].dst || a[i].size_pkts != b[i].size_pkts ||
-        a[i].start != b[i].start)
-      return false;
-  return true;
-}
-
 const std::string kHeader = "flow_id,src,dst,size_pkts,start_timeslot\n";
 
 }  // namespace
@@ -47,11 +38,11 @@ TEST_CASE("flow trace: round trip through a stream and a file", "[workload]") {
   std::ostringstream out;
   write_flow_trace(out, flows);
   CHECK(out.str().rfind(kHeader, 0) == 0);
-  CHECK(same(read_text(out.str()), flows));
+  CHECK(read_text(out.str()) == flows);
 
   const auto path = (std::filesystem::temp_directory_path() / "flexplane_flow_trace_test.csv").string();
   write_flow_trace(path, flows);
-  CHECK(same(read_flow_trace(path, 8), flows));
+  CHECK(read_flow_trace(path, 8) == flows);
   std::filesystem::remove(path);
 
   CHECK_THROWS_WITH(write_flow_trace("/nonexistent/dir/x.csv", flows), Catch::Contains("/nonexistent/dir/x.csv"));

@@ -31,15 +31,6 @@ WorkloadSpec poisson(const std::string& pattern, double load, Timeslot duration,
   return s;
 }
 
-bool same(const FlowList& a, const FlowList& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].id != b[i].id || a[i].src != b[i].src || a[i].dst != b[i].dst || a[i].size_pkts != b[i].size_pkts ||
-        a[i].start != b[i].start)
-      return false;
-  return true;
-}
-
 void check_contract(const FlowList& flows, uint32_t n, Timeslot duration) {
   for (size_t i = 0; i < flows.size(); ++i) {
     const auto& f = flows[i];
@@ -204,9 +195,9 @@ TEST_CASE("workload: deterministic for a seed", "[workload]") {
     const auto a = generate_flows(spec, 16);
     const auto b = generate_flows(spec, 16);
     REQUIRE(a.size() > 100);
-    CHECK(same(a, b));
+    CHECK(a == b);
     spec.seed = 78;
-    CHECK(!same(a, generate_flows(spec, 16)));
+    CHECK(a != generate_flows(spec, 16));
   }
 }
 
@@ -329,7 +320,7 @@ TEST_CASE("workload: trace kind replays a written trace", "[workload]") {
   CHECK(t.kind == WorkloadKind::kTrace);
   CHECK(t.trace_path == (dir / "flows.csv").string());
   WorkloadStats st;
-  CHECK(same(generate_flows(t, 12, &st), flows));
+  CHECK(generate_flows(t, 12, &st) == flows);
   CHECK(st.num_flows == flows.size());
   const auto kv = describe(t);
   CHECK(kv.size() == 3);  // kind, trace, duration_timeslots
@@ -340,7 +331,7 @@ TEST_CASE("workload: trace kind replays a written trace", "[workload]") {
   REQUIRE(!cut.empty());
   CHECK(cut.size() <= flows.size() / 2);
   CHECK(cut.back().start < t.duration);
-  CHECK(same(cut, FlowList(flows.begin(), flows.begin() + cut.size())));
+  CHECK(cut == FlowList(flows.begin(), flows.begin() + cut.size()));
 
   // Endpoints are validated against the topology.
   CHECK_THROWS_WITH(generate_flows(t, 4), Catch::Contains("flows.csv:") && Catch::Contains("not an endpoint"));
