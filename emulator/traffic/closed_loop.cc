@@ -69,7 +69,7 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   ack_delay.resize(flows.size());
   ack_port.assign(flows.size(), kNoRoute);
   ack_wait_nic = config.ack_queueing_nic;
-  nic_queued.assign(topology.num_endpoints, 0);
+  nics.assign(num_groups, nullptr);
   base_rtt.resize(flows.size());
   receivers.resize(flows.size());
   outcomes.resize(flows.size());
@@ -127,12 +127,13 @@ inline void relax(unsigned& spins) {
   std::this_thread::yield();  // the group we wait for may share our CPU
 }
 
-class ClosedLoopSource final : public TrafficSource {
+class ClosedLoopSource final : public TrafficSource, public NicBacklog {
  public:
   ClosedLoopSource(ClosedLoopShared& sh, const std::vector<EndpointId>& group, EndpointStamping stamping,
                    std::vector<Timeslot>& first_sent)
-      : sh_(sh), stamping_(stamping), first_sent_(first_sent), endpoints_(group), nics_(group.size()) {
+      : sh_(sh), stamping_(stamping), first_sent_(first_sent), nics_(group.size()) {
     group_ = sh.group_of[group.front()];
+    sh.nics[group_] = this;
     local_of_.assign(sh.group_of.size(), -1);
     for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
     for (const auto& f : sh.flows)
@@ -200,7 +201,6 @@ class ClosedLoopSource final : public TrafficSource {
         local[n++] = l;
         if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
         remote_queued_ -= e.remote;
-        --sh_.nic_queued[endpoints_[l]];
         if (++nic.head == nic.queue.size()) {
           nic.queue.clear();
           nic.head = 0;
@@ -221,6 +221,11 @@ class ClosedLoopSource final : public TrafficSource {
       q = std::min(q, earliest_ack(now));
     }
     return std::max(now + 1, q);
+  }
+
+  uint32_t nic_backlog(EndpointId e) const override {
+    const Nic& nic = nics_[local_of_[e]];
+    return static_cast<uint32_t>(nic.queue.size() - nic.head);
   }
 
  private:
@@ -298,7 +303,6 @@ class ClosedLoopSource final : public TrafficSource {
       if (nic.queue.size() == nic.head) busy_bit(ar.local);
       nic.queue.push_back({ar.flow, *seg, ar.remote});
       remote_queued_ += ar.remote;
-      ++sh_.nic_queued[endpoints_[ar.local]];
     }
     if (s.done()) {
       SenderOutcome& o = sh_.outcomes[ar.flow];
@@ -328,7 +332,6 @@ class ClosedLoopSource final : public TrafficSource {
   ClosedLoopShared& sh_;
   EndpointStamping stamping_;
   std::vector<Timeslot>& first_sent_;
-  std::vector<EndpointId> endpoints_;  // by local index
   uint32_t group_ = 0;
   std::vector<int32_t> local_of_;
   std::vector<Arrival> arrivals_;
@@ -413,7 +416,7 @@ class ClosedLoopSink final : public TrafficSink {
     AckQueueStats& st = sh_.ack_stats[group_].s;
     ++st.acks;
     // The receiver's NIC: the segments queued in its FIFO leave first, one per timeslot.
-    const uint64_t nic = sh_.ack_wait_nic ? sh_.nic_queued[f.dst] : 0;
+    const uint64_t nic = sh_.ack_wait_nic ? sh_.nics[group_]->nic_backlog(f.dst) : 0;
     const PortId port = sh_.ack_port[f.id];
     uint64_t backlog = 0;
     if (port == kNoRoute || port >= bank.num_ports()) {

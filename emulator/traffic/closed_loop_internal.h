@@ -71,6 +71,16 @@ struct LocalAcks {
   std::vector<AckMsg> acks;
 };
 
+// A group's source answers how many segments wait in an endpoint's NIC FIFO
+// (the ACK queueing's NIC term; asked by the group's sink, on the same core).
+class NicBacklog {
+ public:
+  virtual uint32_t nic_backlog(EndpointId e) const = 0;
+
+ protected:
+  ~NicBacklog() = default;
+};
+
 struct ClosedLoopShared {
   ClosedLoopShared(const FlowList& flows, const Topology& topology, const TransportConfig& config, double timeslot_ns);
 
@@ -85,7 +95,7 @@ struct ClosedLoopShared {
   std::vector<PortId> ack_port;         // by flow: first port of the ACK's path, on the destination's ToR (kNoRoute: none)
   std::vector<const Router*> tor;       // by group: its ToR (Traffic::set_group_router), read by the group's sink
   bool ack_wait_nic = true;             // ACK queueing: also behind the receiver's own NIC FIFO
-  std::vector<uint32_t> nic_queued;     // by endpoint: segments in its NIC FIFO (written by its group's source, read by its sink)
+  std::vector<const NicBacklog*> nics;  // by group: its source's NICs (set by the source, read by the group's sink)
   std::unique_ptr<GroupAckStats[]> ack_stats;           // by group
   std::unique_ptr<GroupProgress[]> progress;            // by group
   std::vector<LocalAcks> local;                         // by group
