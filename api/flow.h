@@ -17,7 +17,11 @@ struct FlowSpec {
   uint32_t size_pkts = 1;   // abstract packets (>= 1)
   Timeslot start = 0;       // arrival time at the source endpoint
 
-  bool operator==(const FlowSpec&) const = default;
+  // Spelled out rather than defaulted: validation/ns3_star.cc compiles this
+  // header as C++17 (ns-3 3.37's headers do not build as C++20).
+  bool operator==(const FlowSpec& o) const {
+    return id == o.id && src == o.src && dst == o.dst && size_pkts == o.size_pkts && start == o.start;
+  }
 };
 
 using FlowList = std::vector<FlowSpec>;

@@ -74,6 +74,10 @@ struct Flow {
   double finish_s = -1;
   Ptr<Socket> socket;
   uint64_t to_send = 0;
+  // The sender's congestion-state entries (TcpSocketBase's "CongState"
+  // trace): CA_LOSS = a retransmission timeout, CA_RECOVERY = a fast
+  // retransmit, CA_CWR = an ECN window reduction.
+  uint32_t timeouts = 0, fast_recoveries = 0, cwr = 0;
 };
 
 Options opt;
@@ -111,6 +115,13 @@ void ConnectFailed(Ptr<Socket> s) {
   std::cerr << "ns3_star: flow " << flow_by_socket.at(PeekPointer(s)) << " could not connect\n";
 }
 
+void CongState(uint32_t id, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now) {
+  Flow& f = flows[id];
+  if (now == TcpSocketState::CA_LOSS) ++f.timeouts;
+  if (now == TcpSocketState::CA_RECOVERY) ++f.fast_recoveries;
+  if (now == TcpSocketState::CA_CWR) ++f.cwr;
+}
+
 void StartFlow(uint32_t id) {
   Flow& f = flows[id];
   Ptr<Node> src = hosts.Get(f.spec.src);
@@ -124,6 +135,7 @@ void StartFlow(uint32_t id) {
   f.to_send = f.size_bytes;
   f.socket->SetConnectCallback(MakeCallback(&Connected), MakeCallback(&ConnectFailed));
   f.socket->SetSendCallback(MakeCallback(&Pump));
+  f.socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&CongState, id));
   Ptr<Ipv4> ip = hosts.Get(f.spec.dst)->GetObject<Ipv4>();
   f.socket->Connect(InetSocketAddress(ip->GetAddress(1, 0).GetLocal(), kSinkPort));
 }
@@ -323,7 +335,7 @@ int main(int argc, char* argv[]) {
   // flows.csv: flexplane's columns where they apply (docs/validation.md).
   std::ofstream out(opt.out + "/flows.csv");
   out << "flow_id,src,dst,size_pkts,size_bytes,start_timeslot,start_us,connected_us,finish_us,fct_us,"
-         "ideal_fct_us,slowdown,fct_with_handshake_us,finished\n";
+         "ideal_fct_us,slowdown,fct_with_handshake_us,finished,timeouts,fast_recoveries,ecn_reductions\n";
   const double ts_us = timeslot_s * 1e6;
   for (const Flow& f : flows) {
     const double start_us = f.spec.start * ts_us;
@@ -335,10 +347,11 @@ int main(int argc, char* argv[]) {
     if (f.finish_s >= 0) {
       const double fct = (f.finish_s - f.connected_s) * 1e6 + ts_us;
       out << f.finish_s * 1e6 << ',' << fct << ',' << ideal << ',' << fct / ideal << ','
-          << (f.finish_s * 1e6 - start_us) + ts_us << ",1\n";
+          << (f.finish_s * 1e6 - start_us) + ts_us << ",1";
     } else {
-      out << ",," << ideal << ",,,0\n";
+      out << ",," << ideal << ",,,0";
     }
+    out << ',' << f.timeouts << ',' << f.fast_recoveries << ',' << f.cwr << '\n';
   }
 
   std::ofstream counters(opt.out + "/counters.csv");
