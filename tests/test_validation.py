@@ -1,0 +1,75 @@
+"""The ns-3 validation's own tooling (docs/validation.md), without ns-3:
+validation/compare.py's verdicts on hand-made runs, and the part of
+flexplane that validation/ns3_star.cc compiles in (the flow-trace parser)
+still building as C++17, the newest standard ns-3 3.37's headers accept."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+COMPARE = REPO / "validation" / "compare.py"
+
+
+def write_run(d: Path, fcts: dict[int, list[float]], queue: list[int], extra: str = "") -> Path:
+    """A run folder: flows.csv (size -> FCTs) and occupancy.csv (one port)."""
+    d.mkdir(parents=True)
+    rows = ["flow_id,size_pkts,fct_us,finished" + extra]
+    i = 0
+    for size, values in fcts.items():
+        for v in values:
+            rows.append(f"{i},{size},{v},1" + ("," + str(v + 100) if extra else ""))
+            i += 1
+    (d / "flows.csv").write_text("\n".join(rows) + "\n")
+    occ = ["timeslot,time_us,router,port,packets,bytes"]
+    occ += [f"{t},{t * 1.2:.1f},tor0,0,{q},{q * 1500}" for t, q in enumerate(queue)]
+    (d / "occupancy.csv").write_text("\n".join(occ) + "\n")
+    return d
+
+
+def compare(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(COMPARE), "compare", *map(str, args)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_compare_passes_within_tolerance_and_fails_outside(tmp_path: Path) -> None:
+    queue = [0] * 50 + [40] * 49 + [100]
+    ns3 = write_run(tmp_path / "ns3", {5: [100.0, 200.0, 300.0], 50: [1000.0, 2000.0]}, queue,
+                    extra=",fct_with_handshake_us")
+    near = write_run(tmp_path / "near", {5: [110.0, 210.0, 320.0], 50: [1050.0, 2100.0]}, queue)
+    r = compare(near, ns3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # means 213.3 vs 200 (+6.7 %), p99 (nearest rank: the maximum of 3) 320 vs 300
+    assert "| 1-10 | 3/3 | 213.3 / 200.0 | +6.7% | 320.0 / 300.0 | +6.7% |" in r.stdout, r.stdout
+    assert "OUTSIDE" not in r.stdout
+
+    far = write_run(tmp_path / "far", {5: [110.0, 210.0, 320.0], 50: [1500.0, 3000.0]}, queue)
+    r = compare(far, ns3)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "| 11-100 | 2/2 | 2250.0 / 1500.0 | **+50.0%** |" in r.stdout, r.stdout
+    assert "OUTSIDE tolerance" in r.stdout
+
+    # Against ns-3's FCT from the flow's start (handshake included: +100 us each here).
+    r = compare(near, ns3, "--ns3-fct", "fct_with_handshake_us")
+    assert "| 1-10 | 3/3 | 213.3 / 300.0 | **-28.9%** |" in r.stdout, r.stdout
+    assert r.returncode == 1
+
+
+def test_compare_names_a_missing_column(tmp_path: Path) -> None:
+    queue = [0, 1]
+    ns3 = write_run(tmp_path / "ns3", {5: [100.0]}, queue)
+    fp = write_run(tmp_path / "fp", {5: [100.0]}, queue)
+    r = compare(fp, ns3, "--ns3-fct", "fct_with_handshake_us")
+    assert r.returncode != 0
+    assert "has no column 'fct_with_handshake_us'" in r.stdout + r.stderr
+
+
+def test_the_code_ns3_star_compiles_in_builds_as_cxx17() -> None:
+    """run_ns3.sh compiles emulator/workload/flow_trace.cc (and what it
+    includes: api/flow.h, api/packet.h) with -std=c++17; a C++20-only
+    construct there breaks the ns-3 side while every other build passes."""
+    r = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-I", str(REPO),
+                        str(REPO / "emulator" / "workload" / "flow_trace.cc")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
