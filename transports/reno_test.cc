@@ -149,6 +149,47 @@ TEST_CASE("reno: NewReno partial ACK retransmits the next hole without a new rec
   REQUIRE(s.stats().timeouts == 0);
 }
 
+TEST_CASE("reno: only the first partial ACK restarts the timer (RFC 6582 Impatient)", "[transports][reno]") {
+  // As above, with the first transmissions of seq5, 7, 9 and 11 lost. RTT
+  // samples of 4 from seq0..4 bring the RTO to min_rto = 10 (see the timeout
+  // test below). Duplicates (cum 5) from seq6, 8, 10 at 10, 12, 14: seq5
+  // resent at 14, which reaches the receiver at 16: a partial ACK (cum 7)
+  // at 18, the first, restarts the timer: deadline 28; seq7 resent at 18.
+  // Partial ACKs at 22 (cum 9) and 26 (cum 11) resend seq9 and seq11 but
+  // leave the deadline at 28, before the ACK of seq11's resend (30): a
+  // timeout at 28, go-back-N from seq11. With rto_every_partial_ack the ACK
+  // at 26 moves the deadline to 36, and the ACK at 30 (cum 17) ends the
+  // recovery without a timeout.
+  auto run = [](bool every, std::vector<Timeslot>* timeouts) {
+    TransportSettings st = reno(10, 10);
+    st.rto_every_partial_ack = every;
+    TcpSender s(st, 40);
+    Receiver r(EcnEcho::kNone);
+    TestLoop loop(s, r);
+    loop.drop = [](const Segment& seg, uint32_t tx) {
+      return (seg.seq == 5 || seg.seq == 7 || seg.seq == 9 || seg.seq == 11) && tx == 0;
+    };
+    const Timeslot done = loop.run_until_done(300);
+    REQUIRE(loop.send_times(5) == std::vector<Timeslot>{5, 14});
+    REQUIRE(loop.ack_at(18)->ack.cum_ack == 7);
+    REQUIRE(loop.send_times(7) == std::vector<Timeslot>{7, 18});
+    REQUIRE(loop.ack_at(22)->ack.cum_ack == 9);
+    REQUIRE(loop.ack_at(26)->ack.cum_ack == 11);
+    REQUIRE(s.stats().fast_retransmits == 1);
+    REQUIRE(s.stats().partial_acks == 3);
+    *timeouts = loop.timeouts;
+    return std::pair{done, loop.send_times(11)};
+  };
+  std::vector<Timeslot> timeouts;
+  const auto [impatient_done, impatient_11] = run(false, &timeouts);
+  REQUIRE(timeouts == std::vector<Timeslot>{28});
+  REQUIRE(impatient_11 == std::vector<Timeslot>{11, 26, 28});  // resent by recovery, then by go-back-N
+  const auto [steady_done, steady_11] = run(true, &timeouts);
+  REQUIRE(timeouts.empty());
+  REQUIRE(steady_11 == std::vector<Timeslot>{11, 26});
+  REQUIRE(steady_done < impatient_done);
+}
+
 TEST_CASE("reno: timeout with exponential backoff, reset by a fresh RTT sample", "[transports][reno]") {
   // IW 4, window cap 7, min RTO 10, 14 packets; seq3's first two
   // transmissions are lost. The duplicate-ACK threshold is out of reach, so

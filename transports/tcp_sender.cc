@@ -104,6 +104,7 @@ void TcpSender::enter_fast_recovery() {
   cwnd_ = ssthresh_ + 3 * kUnit;
   ca_acked_ = 0;
   in_recovery_ = true;
+  first_partial_ = true;
   recover_ = high_tx_;
   rtx_pending_ = true;
   cwr_pending_ = ecn_capable();
@@ -176,6 +177,13 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
       rtx_pending_ = true;
       const uint64_t dec = uint64_t{acked} * kUnit;
       cwnd_ = (cwnd_ > dec ? cwnd_ - dec : 0) + kUnit;
+      // RFC 6582 section 4 ("Impatient", its recommendation, and ns-3's):
+      // only the first partial ACK restarts the timer, so a recovery that
+      // repairs one hole per RTT ends in a timeout and slow start when it
+      // would outlast the RTO. `rto_every_partial_ack` restarts it on every
+      // partial ACK ("Slow-but-Steady").
+      if (!first_partial_ && !s_.rto_every_partial_ack) return;
+      first_partial_ = false;
     }
   } else {
     dupacks_ = 0;

@@ -129,6 +129,7 @@ class TcpSender {
   bool in_recovery_ = false;  // NewReno fast recovery
   uint32_t recover_ = 0;      // RFC 6582 "recover": high_tx when recovery or the last RTO began
   bool rtx_pending_ = false;  // retransmit snd_una at the next send opportunity
+  bool first_partial_ = false;  // no partial ACK yet in this recovery (RFC 6582 section 4: it alone restarts the timer)
 
   // ECN.
   uint32_t ecn_recover_ = 0;  // no ECE reaction until snd_una reaches this

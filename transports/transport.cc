@@ -62,6 +62,9 @@ const ParamSchema<TransportParams>& transport_param_schema() {
             "pfabric: initial window; 0 = the path's bandwidth-delay product", {0, 1 << 20}),
       param(&P::pfabric_rto_us, "pfabric_rto_us", "pfabric: fixed retransmission timeout; 0 = 3 x base RTT",
             {0, 1e9}),
+      param(&P::rto_every_partial_ack, "rto_every_partial_ack",
+            "fast recovery: restart the timer on every partial ACK (RFC 6582 Slow-but-Steady), not only the "
+            "first (Impatient, the RFC's recommendation and ns-3's)"),
   });
   return schema;
 }
@@ -89,6 +92,7 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.delayed_ack = us_to_timeslots(p.delayed_ack_us, timeslot_ns);
   s.pfabric_initial_cwnd_pkts = p.pfabric_initial_cwnd_pkts;
   s.pfabric_rto = p.pfabric_rto_us > 0 ? us_to_timeslots(p.pfabric_rto_us, timeslot_ns) : 0;
+  s.rto_every_partial_ack = p.rto_every_partial_ack;
   return s;
 }
 

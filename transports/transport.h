@@ -78,6 +78,7 @@ struct TransportParams {
   double delayed_ack_us = 40;           // flush a delayed ACK after this long (ack_every_pkts > 1)
   uint32_t pfabric_initial_cwnd_pkts = 0;  // 0 = the path's bandwidth-delay product (base RTT in timeslots)
   double pfabric_rto_us = 0;               // 0 = 3 × the path's base RTT (the paper's choice)
+  bool rto_every_partial_ack = false;      // NewReno: restart the timer on every partial ACK, not the first only
 
   void validate(const std::string& where) const;
 };
@@ -99,6 +100,7 @@ struct TransportSettings {
   Timeslot delayed_ack = 1;
   uint32_t pfabric_initial_cwnd_pkts = 0;  // 0 = base RTT
   Timeslot pfabric_rto = 0;                // 0 = 3 × base RTT
+  bool rto_every_partial_ack = false;
 };
 
 // µs -> whole timeslots, rounded up, at least 1.
