@@ -74,13 +74,13 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::EndMap;
   if (c.transport.enabled && c.transport.ack_queueing != AckQueueing::kNone) {
     const AckQueueStats& a = s.ack_queue;
+    const uint64_t went_on = a.acks - a.lost;  // the waits are summed over these
+    auto mean = [&](uint64_t sum) { return went_on ? static_cast<double>(sum) / static_cast<double>(went_on) : 0.0; };
     y << YAML::Key << "ack_queueing" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "acks" << YAML::Value << a.acks;
     y << YAML::Key << "lost" << YAML::Value << a.lost;
-    y << YAML::Key << "mean_wait_timeslots" << YAML::Value
-      << (a.acks > a.lost ? static_cast<double>(a.waited) / static_cast<double>(a.acks - a.lost) : 0.0);
-    y << YAML::Key << "mean_nic_wait_timeslots" << YAML::Value
-      << (a.acks > a.lost ? static_cast<double>(a.waited_nic) / static_cast<double>(a.acks - a.lost) : 0.0);
+    y << YAML::Key << "mean_wait_timeslots" << YAML::Value << mean(a.waited);
+    y << YAML::Key << "mean_nic_wait_timeslots" << YAML::Value << mean(a.waited_nic);
     y << YAML::Key << "max_wait_timeslots" << YAML::Value << a.max_wait;
     y << YAML::Key << "unqueued" << YAML::Value << a.unqueued;
     y << YAML::EndMap;

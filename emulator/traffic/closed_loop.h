@@ -75,7 +75,7 @@ struct AckQueueStats {
   uint64_t waited = 0;      // timeslots of queueing added, summed over the ACKs that went on
   uint64_t waited_nic = 0;  // ... of which in the receivers' NIC FIFOs
   uint64_t max_wait = 0;    // the longest
-  uint64_t unqueued = 0;    // ACKs whose first reverse port could not be read (no router told): fixed latency
+  uint64_t unqueued = 0;    // ACKs with no route back from their destination's ToR (no port to read): fixed latency
 };
 
 // Per flow, written by the source's core; read after the run.
