@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 COMPARE = REPO / "validation" / "compare.py"
+EMULATOR = REPO / "build" / "flexplane-emulator"
 
 
 def write_run(d: Path, fcts: dict[int, list[float]], queue: list[int], extra: str = "") -> Path:
@@ -73,3 +76,29 @@ def test_the_code_ns3_star_compiles_in_builds_as_cxx17() -> None:
                         str(REPO / "emulator" / "workload" / "flow_trace.cc")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("scenario", sorted((REPO / "validation" / "scenarios").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_every_flexplane_scenario_file_checks(scenario: Path) -> None:
+    """Each validation scenario (every variant, and the trace it names)
+    passes `flexplane-emulator check`."""
+    r = subprocess.run([str(EMULATOR), "check", str(scenario)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok: ") >= 1, r.stdout
+
+
+def test_every_ns3_scenario_has_arguments_and_its_trace_exists() -> None:
+    r = subprocess.run([str(REPO / "validation" / "run_ns3.sh"), "--list"], capture_output=True, text=True,
+                       timeout=60, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    names = [line.split(":", 1)[0] for line in lines]
+    assert {"websearch-dctcp-dctcp-preconnect", "bidir3-dctcp-dctcp", "incast-dctcp-dctcp"} <= set(names), names
+    for line in lines:
+        name, args = line.split(":", 1)
+        assert "--hosts=" in args, line
+        traces = [a.split("=", 1)[1] for a in args.split() if a.startswith("--trace=")]
+        assert traces or "--incast-senders=" in args, line
+        for t in traces:
+            assert (REPO / t).is_file(), f"{name}: {t} is missing"

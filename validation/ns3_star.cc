@@ -17,7 +17,10 @@
 // - flexplane's transports have no handshake: FCT is measured from the moment
 //   the connection is established (the first data can leave) to the arrival
 //   of the last byte, plus one timeslot (flexplane counts finish - start + 1).
-//   The FCT including the handshake is written too.
+//   The FCT including the handshake is written too. With --preconnect every
+//   connection is opened at time 0 and each flow's data is written at its
+//   start: FCT then counts from the start, as flexplane's does, including
+//   any wait in the sender's NIC FIFO, and no flow has a handshake in it.
 //
 // Build and run: validation/run_ns3.sh (--help for the options).
 #include <algorithm>
@@ -63,6 +66,7 @@ struct Options {
   double duration_ms = 5;
   double drain_ms = 5;
   double occupancy_interval_us = 0;
+  bool preconnect = false;
   std::string out = "results/ns3";
 };
 
@@ -74,6 +78,7 @@ struct Flow {
   double finish_s = -1;
   Ptr<Socket> socket;
   uint64_t to_send = 0;
+  bool written = false;  // the application has handed over its data (to_send counts down)
   // The sender's congestion-state entries (TcpSocketBase's "CongState"
   // trace): CA_LOSS = a retransmission timeout, CA_RECOVERY = a fast
   // retransmit, CA_CWR = an ECN window reduction.
@@ -104,7 +109,7 @@ void DataMark(Ptr<const QueueDiscItem> item, const char*) {
 
 void Pump(Ptr<Socket> s, uint32_t) {
   Flow& f = flows[flow_by_socket.at(PeekPointer(s))];
-  if (f.connected_s < 0) return;
+  if (f.connected_s < 0 || !f.written) return;
   while (f.to_send > 0) {
     const uint32_t room = s->GetTxAvailable();
     if (room == 0) return;
@@ -132,7 +137,9 @@ void CongState(uint32_t id, TcpSocketState::TcpCongState_t, TcpSocketState::TcpC
   if (now == TcpSocketState::CA_CWR) ++f.cwr;
 }
 
-void StartFlow(uint32_t id) {
+// Opens the flow's connection; its data follows at once (StartFlow) or, with
+// --preconnect, at the flow's start time (WriteFlow).
+void OpenFlow(uint32_t id) {
   Flow& f = flows[id];
   Ptr<Node> src = hosts.Get(f.spec.src);
   f.socket = Socket::CreateSocket(src, TcpSocketFactory::GetTypeId());
@@ -142,12 +149,23 @@ void StartFlow(uint32_t id) {
   const uint16_t port = InetSocketAddress::ConvertFrom(local).GetPort();
   flow_by_src_port[{f.spec.src, port}] = id;
   flow_by_socket[PeekPointer(f.socket)] = id;
-  f.to_send = f.size_bytes;
   f.socket->SetConnectCallback(MakeCallback(&Connected), MakeCallback(&ConnectFailed));
   f.socket->SetSendCallback(MakeCallback(&Pump));
   f.socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&CongState, id));
   Ptr<Ipv4> ip = hosts.Get(f.spec.dst)->GetObject<Ipv4>();
   f.socket->Connect(InetSocketAddress(ip->GetAddress(1, 0).GetLocal(), kSinkPort));
+}
+
+void WriteFlow(uint32_t id) {
+  Flow& f = flows[id];
+  f.to_send = f.size_bytes;
+  f.written = true;
+  Pump(f.socket, 0);
+}
+
+void StartFlow(uint32_t id) {
+  OpenFlow(id);
+  WriteFlow(id);
 }
 
 void Received(Ptr<const Packet> p, const Address& from, const Address&) {
@@ -221,6 +239,10 @@ int main(int argc, char* argv[]) {
   cmd.AddValue("drain-ms", "then run this much longer; the run also ends when every flow finished", opt.drain_ms);
   cmd.AddValue("occupancy-interval-us", "sample every switch port's backlog this often (0 = off)",
                opt.occupancy_interval_us);
+  cmd.AddValue("preconnect",
+               "open every connection at time 0 and write each flow's data at its start time, so that "
+               "fct_us counts from the flow's start like flexplane's (no handshake in it)",
+               opt.preconnect);
   cmd.AddValue("out", "output folder (flows.csv, occupancy.csv, counters.csv, summary.yaml)", opt.out);
   cmd.Parse(argc, argv);
 
@@ -329,8 +351,15 @@ int main(int argc, char* argv[]) {
     sinks.Get(i)->TraceConnectWithoutContext("RxWithAddresses", MakeCallback(&Received));
   sinks.Start(Seconds(0));
 
-  for (uint32_t i = 0; i < flows.size(); ++i)
-    Simulator::Schedule(Seconds(flows[i].spec.start * timeslot_s), &StartFlow, i);
+  for (uint32_t i = 0; i < flows.size(); ++i) {
+    const Time start = Seconds(flows[i].spec.start * timeslot_s);
+    if (opt.preconnect) {
+      Simulator::ScheduleNow(&OpenFlow, i);
+      Simulator::Schedule(start, &WriteFlow, i);
+    } else {
+      Simulator::Schedule(start, &StartFlow, i);
+    }
+  }
   if (opt.occupancy_interval_us > 0) {
     occupancy.open(opt.out + "/occupancy.csv");
     occupancy << "timeslot,time_us,router,port,packets,bytes\n";
@@ -357,7 +386,9 @@ int main(int argc, char* argv[]) {
     if (f.connected_s >= 0) out << f.connected_s * 1e6;
     out << ',';
     if (f.finish_s >= 0) {
-      const double fct = (f.finish_s - f.connected_s) * 1e6 + ts_us;
+      // From the later of the flow's start and its connection (the
+      // connection, unless --preconnect opened it before the start).
+      const double fct = (f.finish_s - std::max(f.connected_s, f.spec.start * timeslot_s)) * 1e6 + ts_us;
       out << f.finish_s * 1e6 << ',' << fct << ',' << ideal << ',' << fct / ideal << ','
           << (f.finish_s * 1e6 - start_us) + ts_us << ",1";
     } else {
@@ -383,7 +414,7 @@ int main(int argc, char* argv[]) {
           << "\nlink_gbps: " << opt.link_gbps << "\npacket_bytes: " << opt.packet_bytes
           << "\nsegment_bytes: " << segment << "\nlink_latency_timeslots: " << opt.link_latency_timeslots
           << "\ntimeslot_ns: " << timeslot_s * 1e9 << "\nmin_rto_us: " << opt.min_rto_us
-          << "\nflows: " << flows.size() << "\nfinished: " << finished << "\nswitch_drops: " << drops
+          << "\npreconnect: " << (opt.preconnect ? "true" : "false") << "\nflows: " << flows.size() << "\nfinished: " << finished << "\nswitch_drops: " << drops
           << "\nswitch_marks: " << marks << "\nswitch_drops_data: " << data_drops
           << "\nswitch_marks_data: " << data_marks << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";
   std::cout << "ns3_star: " << finished << "/" << flows.size() << " flows finished in " << sim_end * 1e3

@@ -22,14 +22,22 @@ BIN=build-validation/ns3_star
 TRACE=validation/traces/websearch_star16.csv
 
 # name -> ns3_star arguments. Web-search: the committed trace (16 hosts, 50%
-# load, 100 ms of arrivals). Incast: 8 hosts send 10 000 packets each to host 0.
+# load, 100 ms of arrivals); -preconnect opens every connection at time 0.
+# Incast: 8 hosts send 10 000 packets each to host 0. bidir3: two flows into
+# host 0 and one out of it (traces/bidir3.csv).
 declare -A ARGS=(
   [websearch-newreno-droptail]="--trace=$TRACE --hosts=16 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12"
   [websearch-dctcp-dctcp]="--trace=$TRACE --hosts=16 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12"
+  [websearch-newreno-droptail-preconnect]="--trace=$TRACE --hosts=16 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12 --preconnect=true"
+  [websearch-dctcp-dctcp-preconnect]="--trace=$TRACE --hosts=16 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12 --preconnect=true"
+  [bidir3-newreno-droptail]="--trace=validation/traces/bidir3.csv --hosts=3 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
+  [bidir3-dctcp-dctcp]="--trace=validation/traces/bidir3.csv --hosts=3 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
   [incast-newreno-droptail]="--incast-senders=8 --incast-size-pkts=10000 --hosts=9 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
   [incast-dctcp-dctcp]="--incast-senders=8 --incast-size-pkts=10000 --hosts=9 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
 )
-ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp incast-newreno-droptail incast-dctcp-dctcp)
+ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-droptail-preconnect
+       websearch-dctcp-dctcp-preconnect incast-newreno-droptail incast-dctcp-dctcp bidir3-newreno-droptail
+       bidir3-dctcp-dctcp)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
