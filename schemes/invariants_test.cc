@@ -26,8 +26,11 @@ uint64_t overload(const Components& c, uint64_t seed) {
     std::vector<Packet> in;
     const uint32_t n = rng.below(t < 2000 ? 9 : 2);  // ~1 per port per timeslot, then draining
     for (uint32_t i = 0; i < n; ++i) {
-      Packet p = pkt(rng.below(12), static_cast<uint32_t>(offered + i), static_cast<EndpointId>(rng.below(kPorts)),
-                     static_cast<uint16_t>(rng.below(4) ? 1500 : 64 + rng.below(1400)));
+      // One draw per statement: the order of a call's arguments is unspecified
+      // (GCC and clang differ), and the stream must not depend on the compiler.
+      const auto size = static_cast<uint16_t>(rng.below(4) ? 1500 : 64 + rng.below(1400));
+      const auto dst = static_cast<EndpointId>(rng.below(kPorts));
+      Packet p = pkt(rng.below(12), static_cast<uint32_t>(offered + i), dst, size);
       p.src = static_cast<EndpointId>(rng.below(40));
       p.flags = rng.below(2) ? kFlagEct : 0;
       p.priority = rng.below(100);
