@@ -102,3 +102,22 @@ def test_every_ns3_scenario_has_arguments_and_its_trace_exists() -> None:
         assert traces or "--incast-senders=" in args, line
         for t in traces:
             assert (REPO / t).is_file(), f"{name}: {t} is missing"
+
+
+def test_compare_sums_rtos_and_ecn_cuts_per_bucket_when_both_runs_count_them(tmp_path: Path) -> None:
+    queue = [0, 1]
+    runs = {}
+    for name, events in (("fp", [(1, 0), (2, 5), (0, 7)]), ("ns3", [(0, 1), (4, 0), (3, 9)])):
+        d = write_run(tmp_path / name, {5: [100.0, 100.0], 50: [1000.0]}, queue)
+        lines = (d / "flows.csv").read_text().splitlines()
+        rows = [lines[0] + ",timeouts,ecn_reductions"]
+        rows += [f"{line},{rto},{cuts}" for line, (rto, cuts) in zip(lines[1:], events)]
+        (d / "flows.csv").write_text("\n".join(rows) + "\n")
+        runs[name] = d
+    r = compare(runs["fp"], runs["ns3"])
+    assert "| 1-10 | 3 / 4 | 5 / 1 |" in r.stdout, r.stdout      # flows 0 and 1 of each run
+    assert "| 11-100 | 0 / 3 | 7 / 9 |" in r.stdout, r.stdout
+    assert "| >10000 | 0 / 0 | 0 / 0 |" in r.stdout, r.stdout
+
+    plain = write_run(tmp_path / "plain", {5: [100.0, 100.0], 50: [1000.0]}, queue)
+    assert "RTOs" not in compare(plain, runs["ns3"]).stdout

@@ -13,6 +13,8 @@ occupancy.csv with `timeslot,time_us,router,port,packets,bytes`.
       the same for both, side by side, with the relative difference and
       whether it is within the issue's tolerance (FCT mean/p99 15 %, queue
       median/p99 20 %). Exit status 1 if any compared value is outside.
+      Where both flows.csv have them, the senders' RTOs and ECN window cuts
+      per bucket follow (for reading, not part of the verdict).
 
 Standard library only, so it runs without the project's venv.
 """
@@ -76,6 +78,19 @@ def fct_buckets(run_dir: Path, column: str = "fct_us") -> list[BucketStats]:
         mean = sum(fcts) / len(fcts) if fcts else math.nan
         out.append(BucketStats(name, len(sel), len(fcts), mean, percentile(fcts, 99)))
     return out
+
+
+# Sender events both simulators count per flow (flows.csv), summed per bucket.
+EVENT_COLUMNS = ("timeouts", "ecn_reductions")
+
+
+def event_counts(run_dir: Path) -> list[dict[str, int]] | None:
+    """Per bucket, the sum of each EVENT_COLUMNS column; None if one is missing."""
+    rows = list(csv.DictReader((run_dir / "flows.csv").open()))
+    if not rows or any(c not in rows[0] for c in EVENT_COLUMNS):
+        return None
+    return [{c: sum(int(r[c] or 0) for r in rows if lo <= int(r["size_pkts"]) <= hi) for c in EVENT_COLUMNS}
+            for _, lo, hi in BUCKETS]
 
 
 # ns-3's full data frame in IP bytes (occupancy.csv's `bytes`): 1458 B of
@@ -158,6 +173,12 @@ def compare(args: argparse.Namespace) -> int:
             marks.append(("**" if bad else "") + ("-" if math.isnan(d) else f"{d:+.1%}") + ("**" if bad else ""))
         print(f"| {a.name} | {a.flows}/{b.flows} | {fmt(a.mean_fct_us)} / {fmt(b.mean_fct_us)} | {marks[0]} "
               f"| {fmt(a.p99_fct_us)} / {fmt(b.p99_fct_us)} | {marks[1]} |")
+    ea, eb = event_counts(fx), event_counts(ns)
+    if ea and eb:
+        print("\n| size (pkts) | RTOs flexplane / ns-3 | ECN cuts flexplane / ns-3 |")
+        print("|---|---|---|")
+        for (name, _, _), x, y in zip(BUCKETS, ea, eb):
+            print(f"| {name} | {x['timeouts']} / {y['timeouts']} | {x['ecn_reductions']} / {y['ecn_reductions']} |")
     until = args.until_us
     if args.common_window:  # flexplane samples duration + drain; ns-3 stops at its last flow's end
         ends = [e for e in (last_sample_us(fx), last_sample_us(ns)) if e is not None]
