@@ -414,7 +414,8 @@ int main(int argc, char* argv[]) {
           << "\nlink_gbps: " << opt.link_gbps << "\npacket_bytes: " << opt.packet_bytes
           << "\nsegment_bytes: " << segment << "\nlink_latency_timeslots: " << opt.link_latency_timeslots
           << "\ntimeslot_ns: " << timeslot_s * 1e9 << "\nmin_rto_us: " << opt.min_rto_us
-          << "\npreconnect: " << (opt.preconnect ? "true" : "false") << "\nflows: " << flows.size() << "\nfinished: " << finished << "\nswitch_drops: " << drops
+          << "\npreconnect: " << (opt.preconnect ? "true" : "false") << "\nflows: " << flows.size()
+          << "\nfinished: " << finished << "\nswitch_drops: " << drops
           << "\nswitch_marks: " << marks << "\nswitch_drops_data: " << data_drops
           << "\nswitch_marks_data: " << data_marks << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";
   std::cout << "ns3_star: " << finished << "/" << flows.size() << " flows finished in " << sim_end * 1e3

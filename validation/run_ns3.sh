@@ -28,13 +28,12 @@ TRACE=validation/traces/websearch_star16.csv
 declare -A ARGS=(
   [websearch-newreno-droptail]="--trace=$TRACE --hosts=16 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12"
   [websearch-dctcp-dctcp]="--trace=$TRACE --hosts=16 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12"
-  [websearch-newreno-droptail-preconnect]="--trace=$TRACE --hosts=16 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12 --preconnect=true"
-  [websearch-dctcp-dctcp-preconnect]="--trace=$TRACE --hosts=16 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=100 --drain-ms=400 --occupancy-interval-us=12 --preconnect=true"
   [bidir3-newreno-droptail]="--trace=validation/traces/bidir3.csv --hosts=3 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
   [bidir3-dctcp-dctcp]="--trace=validation/traces/bidir3.csv --hosts=3 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
   [incast-newreno-droptail]="--incast-senders=8 --incast-size-pkts=10000 --hosts=9 --transport=newreno --queue=droptail --capacity-pkts=1024 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
   [incast-dctcp-dctcp]="--incast-senders=8 --incast-size-pkts=10000 --hosts=9 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
 )
+for s in websearch-newreno-droptail websearch-dctcp-dctcp; do ARGS[$s-preconnect]="${ARGS[$s]} --preconnect=true"; done
 ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-droptail-preconnect
        websearch-dctcp-dctcp-preconnect incast-newreno-droptail incast-dctcp-dctcp bidir3-newreno-droptail
        bidir3-dctcp-dctcp)
