@@ -1,6 +1,6 @@
 // flexplane-emulator: run experiments in virtual time, validate configs, list schemes.
 //
-//   flexplane-emulator run CONFIG [--variant NAME]... [--out DIR] [--cores N] [--quiet]
+//   flexplane-emulator run CONFIG [--variant NAME]... [--out DIR] [--cores N] [--placement P] [--quiet]
 //   flexplane-emulator check CONFIG
 //   flexplane-emulator list
 //   flexplane-emulator live CONFIG [--out DIR] [--duration-s S] [--record] ... -- <EAL args>
@@ -109,12 +109,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   std::string out_dir;
   uint32_t cores = 0;
+  std::string placement;
   bool quiet = false;
   auto* run = app.add_subcommand("run", "run an experiment (every variant, or those named with --variant)");
   run->add_option("config", config, "experiment YAML file")->required();
   run->add_option("--variant", only, "run only this variant (repeatable)");
   run->add_option("--out", out_dir, "results folder (overrides output.dir)");
   run->add_option("--cores", cores, "emulation cores (overrides run.cores)")->check(CLI::Range(1, 256));
+  run->add_option("--placement", placement, "which core runs each router (overrides run.placement)")
+      ->check(CLI::IsMember({"grouped", "round_robin"}));
   run->add_flag("-q,--quiet", quiet, "no progress lines");
 
   auto* check = app.add_subcommand("check", "validate a config (topology, schemes, parameters, workload) and exit");
@@ -211,6 +214,7 @@ int main(int argc, char** argv) {
       if (!only.empty() && std::find(only.begin(), only.end(), r.variant) == only.end()) continue;
       if (!out_dir.empty()) r.output_dir = (std::filesystem::path(out_dir) / r.variant).string();
       if (cores) r.cores = cores;
+      if (!placement.empty()) r.placement = placement == "grouped" ? RouterPlacement::kGrouped : RouterPlacement::kRoundRobin;
       selected.push_back(&r);
     }
     // Every run's folder is checked before the first run starts: a typo in --out

@@ -370,12 +370,15 @@ run: {{duration_ms: 20, drain_ms: 5, occupancy_interval_us: 12, packet_log: true
 
 def test_fat_tree_runs_with_per_tier_schemes_and_identical_files_on_one_and_two_cores(tmp_path: Path) -> None:
     cfg = write(tmp_path, FAT_TREE)
-    for cores in ("1", "2", "3"):
-        r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / cores), "--cores", cores)
+    rr = write(tmp_path, FAT_TREE.replace("packet_log: true}", "packet_log: true, placement: round_robin}"), "rr.yaml")
+    for name, c, cores in (("1", cfg, "1"), ("2", cfg, "2"), ("3", cfg, "3"), ("2rr", rr, "2")):
+        r = run("run", str(c), "--quiet", "--out", str(tmp_path / name), "--cores", cores)
         assert r.returncode == 0, r.stderr
         assert "lost outside any queue" not in r.stderr
     out = tmp_path / "1"
     meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert meta["placement"] == "grouped"
+    assert yaml.safe_load((tmp_path / "2rr" / "metadata.yaml").read_text())["placement"] == "round_robin"
     routers = meta["routers"]
     assert len(routers) == 20
     assert routers["edge0_0"]["scheme"] == "droptail" and routers["edge0_0"]["queue_manager"]["capacity_pkts"] == 64
@@ -400,5 +403,9 @@ def test_fat_tree_runs_with_per_tier_schemes_and_identical_files_on_one_and_two_
     assert {c["router"].rstrip("0123456789_") for c in counters if int(c["dequeued"]) > 0} == {"edge", "agg", "core"}
     for name in ("flows.csv", "counters.csv", "packets.csv", "occupancy.bin", "losses.csv", "occupancy_summary.csv",
                  "flows_summary.csv"):
-        for cores in ("2", "3"):
+        for cores in ("2", "3", "2rr"):
             assert (out / name).read_bytes() == (tmp_path / cores / name).read_bytes(), (cores, name)
+    # A placement that is not one of the two is a config error naming the field.
+    bad = write(tmp_path, FAT_TREE.replace("packet_log: true}", "packet_log: true, placement: by_pod}"), "bad.yaml")
+    r = run("check", str(bad))
+    assert r.returncode == 2 and "run.placement" in r.stderr and "by_pod" in r.stderr

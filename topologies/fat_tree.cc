@@ -79,6 +79,10 @@ Topology make_fat_tree(uint32_t k, uint32_t latency) {
         t.router_links.push_back(RouterLink{PortRef{first_agg + p * h + j, static_cast<PortId>(h + c)},
                                             PortRef{id, static_cast<PortId>(p)}, latency});
     }
+  // Placement hint: a pod's edges and aggregations together; cores belong to no pod.
+  t.router_group.assign(t.routers.size(), -1);
+  for (uint32_t p = 0; p < k; ++p)
+    for (uint32_t i = 0; i < h; ++i) t.router_group[p * h + i] = t.router_group[first_agg + p * h + i] = int32_t(p);
   t.index_links();
   return t;
 }

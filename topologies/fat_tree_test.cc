@@ -4,6 +4,7 @@
 #include <set>
 
 #include "api/registry.h"
+#include "emulator/engine/engine.h"
 #include "emulator/topology/topology.h"
 
 using namespace flexplane;
@@ -146,4 +147,43 @@ TEST_CASE("fat tree: registered by name with typed parameters; bad k is refused 
     REQUIRE_THROWS_AS(Registry<TopologyKind>::instance().get("fat_tree", "test").make(b, nullptr)->build(), ConfigError);
   }
   REQUIRE_THROWS_WITH(make_fat_tree(7, 1), Catch::Contains("k must be even"));
+}
+
+TEST_CASE("fat tree: grouped placement keeps each pod on one core, so only aggregation-core links cross cores",
+          "[topology][fat_tree][placement]") {
+  for (uint32_t k : {4u, 8u, 16u}) {
+    const Topology t = make_fat_tree(k, 1);
+    REQUIRE(t.router_group.size() == t.routers.size());
+    for (uint32_t r = 0; r < t.routers.size(); ++r) {
+      const std::string& name = t.routers[r].name;
+      const int32_t pod = t.routers[r].tier == "core" ? -1 : std::stoi(name.substr(name.find_first_of("0123456789")));
+      REQUIRE(t.router_group[r] == pod);
+    }
+    for (uint32_t cores : {1u, 2u, 3u, 4u, 8u, 16u}) {
+      INFO("k " << k << ", cores " << cores);
+      const std::vector<uint32_t> grouped = place_routers(t, cores, RouterPlacement::kGrouped);
+      const std::vector<uint32_t> rr = place_routers(t, cores, RouterPlacement::kRoundRobin);
+      REQUIRE(grouped.size() == t.routers.size());
+      uint32_t crossing_grouped = 0, crossing_rr = 0, crossing_pod_links = 0;
+      for (const RouterLink& l : t.router_links) {
+        crossing_grouped += grouped[l.a.router] != grouped[l.b.router];
+        crossing_rr += rr[l.a.router] != rr[l.b.router];
+        if (t.router_group[l.a.router] >= 0 && t.router_group[l.b.router] >= 0)
+          crossing_pod_links += grouped[l.a.router] != grouped[l.b.router];
+      }
+      REQUIRE(crossing_pod_links == 0);  // edge-aggregation links stay on their core
+      for (uint32_t r = 0; r < t.routers.size(); ++r)
+        if (t.router_group[r] >= 0) REQUIRE(grouped[r] == uint32_t(t.router_group[r]) * cores / k);  // pods in blocks
+      std::vector<uint32_t> per_core(cores, 0);
+      for (uint32_t c : grouped) ++per_core.at(c);
+      if (cores <= k)  // no core left idle while there are pods enough (more cores than pods: some run only cores)
+        for (uint32_t n : per_core) REQUIRE(n > 0);
+      if (cores == 1) REQUIRE(crossing_rr == 0);
+      else REQUIRE(crossing_grouped < crossing_rr);
+    }
+  }
+  // A topology without groups is placed round robin either way.
+  Topology flat = make_fat_tree(4, 1);
+  flat.router_group.clear();
+  REQUIRE(place_routers(flat, 3, RouterPlacement::kGrouped) == place_routers(flat, 3, RouterPlacement::kRoundRobin));
 }

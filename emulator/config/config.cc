@@ -241,7 +241,7 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.transport = parse_transport(root["transport"], file);
 
   if (const YAML::Node n = root["run"]) {
-    check_keys(n, {"duration_ms", "drain_ms", "cores", "lookahead", "occupancy_interval_us", "packet_log"}, file, "run");
+    check_keys(n, {"duration_ms", "drain_ms", "cores", "lookahead", "placement", "occupancy_interval_us", "packet_log"}, file, "run");
   }
   const YAML::Node run = root["run"] ? root["run"] : YAML::Node(YAML::NodeType::Map);
   const double duration_ms = get_double(run, "duration_ms", 5, 1e-6, 1e6, file, "run");
@@ -250,6 +250,11 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.drain = us_to_timeslots(drain_ms * 1000, c.network);
   c.cores = static_cast<uint32_t>(get_uint(run, "cores", 1, 1, 256, file, "run"));
   c.lookahead = get_bool(run, "lookahead", true, file, "run");
+  const std::string placement = get_string(run, "placement", "grouped", file, "run");
+  if (placement == "grouped") c.placement = RouterPlacement::kGrouped;
+  else if (placement == "round_robin") c.placement = RouterPlacement::kRoundRobin;
+  else throw ConfigError(where(file, run["placement"], "run.placement") + ": must be grouped or round_robin, got '" +
+                         placement + "'");
   const double occ_us = get_double(run, "occupancy_interval_us", 0, 0, 1e9, file, "run");
   c.occupancy_interval = occ_us > 0 ? std::max<Timeslot>(1, us_to_timeslots(occ_us, c.network)) : 0;
   c.packet_log = get_bool(run, "packet_log", false, file, "run");

@@ -56,6 +56,7 @@ struct RunConfig {
   Timeslot drain = 0;      // then this long for flows to finish
   uint32_t cores = 1;
   bool lookahead = true;  // cores promise idle links ahead (results do not depend on it)
+  RouterPlacement placement = RouterPlacement::kGrouped;  // which core runs each router (nor on this)
   Timeslot occupancy_interval = 0;
   std::string occupancy_file = "binary";  // output.occupancy: binary | csv | none (emulator/output/output.h)
   bool packet_log = false;

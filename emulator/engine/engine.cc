@@ -193,12 +193,35 @@ std::vector<CoreSyncStats> Engine::sync_stats() const {
   return out;
 }
 
+// A core steps its timeslots in order, so its log is sorted by time already:
+// sort each timeslot's run by the full key, then merge the cores' logs (a
+// full sort of a 7 M-event drop log took ~5% of a k = 16 fat-tree run).
 std::vector<PacketEvent> Engine::events() const {
   std::vector<PacketEvent> all;
-  for (const auto& c : cores_) all.insert(all.end(), c->log.events().begin(), c->log.events().end());
-  sort_events(all);
+  std::vector<size_t> bounds{0};
+  const auto by_key = [](const PacketEvent& a, const PacketEvent& b) { return a.key() < b.key(); };
+  const auto by_time = [](const PacketEvent& a, const PacketEvent& b) { return a.time < b.time; };
+  for (const auto& c : cores_) {
+    all.insert(all.end(), c->log.events().begin(), c->log.events().end());
+    const auto first = all.begin() + static_cast<ptrdiff_t>(bounds.back()), last = all.end();
+    if (!std::is_sorted(first, last, by_time)) std::sort(first, last, by_key);  // not expected; still correct
+    for (auto run = first; run != last;) {
+      const auto end = std::upper_bound(run, last, *run, by_time);
+      std::sort(run, end, by_key);
+      run = end;
+    }
+    bounds.push_back(all.size());
+  }
+  for (size_t width = 1; width + 1 < bounds.size(); width *= 2)  // merge neighbouring cores' logs, pairwise
+    for (size_t i = 0; i + width + 1 < bounds.size(); i += 2 * width) {
+      const size_t mid = bounds[i + width], end = bounds[std::min(i + 2 * width, bounds.size() - 1)];
+      std::inplace_merge(all.begin() + static_cast<ptrdiff_t>(bounds[i]), all.begin() + static_cast<ptrdiff_t>(mid),
+                         all.begin() + static_cast<ptrdiff_t>(end), by_key);
+    }
   return all;
 }
+
+const std::vector<PacketEvent>& Engine::core_events(uint32_t core) const { return cores_.at(core)->log.events(); }
 
 std::vector<OccupancySample> Engine::occupancy() const {
   std::vector<OccupancySample> all;

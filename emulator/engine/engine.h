@@ -46,7 +46,8 @@ struct EngineOptions {
   double max_lead_ns = 0;             // real time: a core may start a timeslot this early
   bool sleep_when_ahead = false;      // real time: sleep (not spin) when > sleep_threshold_ns ahead
   double sleep_threshold_ns = 100000; //   (long timeslots on small shared machines)
-  std::vector<uint32_t> router_core;  // optional: core of each router (size == routers); default round-robin by ToR
+  std::vector<uint32_t> router_core;  // optional: core of each router (size == routers); else `placement` decides
+  RouterPlacement placement = RouterPlacement::kGrouped;
   Timeslot occupancy_interval = 0;    // sample every port's backlog every N timeslots (0 = off)
   bool occupancy_samples = true;      // keep every sample (OccupancyTrace); false: only the per-port histograms
   bool packet_log = false;            // record every delivery as well as every drop
@@ -121,6 +122,9 @@ struct EngineProgress {
   std::vector<CoreHealth> health;  // per core (real time only)
 };
 
+// The core of every router under `placement` (EngineOptions::router_core empty).
+std::vector<uint32_t> place_routers(const Topology& topology, uint32_t cores, RouterPlacement placement);
+
 class Engine {
  public:
   // `routers[i]` implements topology.routers[i]; the engine binds them.
@@ -166,6 +170,9 @@ class Engine {
 
   // Drops (always) and deliveries (if packet_log), merged over cores, sorted.
   std::vector<PacketEvent> events() const;
+  // The same events core by core, unsorted and uncopied: for counts that do
+  // not need the order (a large run's drop log is millions of events).
+  const std::vector<PacketEvent>& core_events(uint32_t core) const;
   // Occupancy samples merged over cores, sorted by (time, router, port)
   // (needs options.occupancy_samples; the traces below are the compact form).
   std::vector<OccupancySample> occupancy() const;

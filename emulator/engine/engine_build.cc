@@ -31,20 +31,38 @@ Engine::Engine(Topology topology, std::vector<std::unique_ptr<Router>> routers, 
 
 Engine::~Engine() = default;
 
+std::vector<uint32_t> place_routers(const Topology& topology, uint32_t cores, RouterPlacement placement) {
+  const uint32_t nr = static_cast<uint32_t>(topology.routers.size());
+  std::vector<uint32_t> core_of(nr, 0);
+  int32_t groups = 0;
+  if (placement == RouterPlacement::kGrouped && topology.router_group.size() == nr)
+    for (int32_t g : topology.router_group) groups = std::max(groups, g + 1);
+  uint32_t next = 0;
+  if (groups > 0) {
+    std::vector<uint32_t> load(cores, 0);
+    for (uint32_t r = 0; r < nr; ++r) {
+      const int32_t g = topology.router_group[r];
+      if (g >= 0) ++load[core_of[r] = static_cast<uint32_t>(uint64_t(g) * cores / uint32_t(groups))];
+    }
+    for (uint32_t r = 0; r < nr; ++r)  // each ungrouped router to the core with fewest routers (lowest id on ties)
+      if (topology.router_group[r] < 0)
+        ++load[core_of[r] = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin())];
+    return core_of;
+  }
+  // ToRs (with their racks) round-robin, then the rest.
+  for (int pass = 0; pass < 2; ++pass)
+    for (uint32_t r = 0; r < nr; ++r) {
+      const bool has_endpoints = !topology.endpoints_of(r).empty();
+      if (has_endpoints == (pass == 0)) core_of[r] = next++ % cores;
+    }
+  return core_of;
+}
+
 void Engine::build(Traffic& traffic) {
   const uint32_t nr = static_cast<uint32_t>(topology_.routers.size());
 
-  // Core assignment: explicit, or ToRs (with their racks) round-robin, then the rest.
   router_core_ = options_.router_core;
-  if (router_core_.empty()) {
-    router_core_.assign(nr, 0);
-    uint32_t next = 0;
-    for (int pass = 0; pass < 2; ++pass)
-      for (uint32_t r = 0; r < nr; ++r) {
-        const bool has_endpoints = !topology_.endpoints_of(r).empty();
-        if (has_endpoints == (pass == 0)) router_core_[r] = next++ % options_.cores;
-      }
-  }
+  if (router_core_.empty()) router_core_ = place_routers(topology_, options_.cores, options_.placement);
   if (router_core_.size() != nr) throw ConfigError("engine: router_core must name a core for every router");
   for (uint32_t c : router_core_)
     if (c >= options_.cores) throw ConfigError("engine: router assigned to core " + std::to_string(c) + " of " +

@@ -72,6 +72,7 @@ struct LeafSpineRun {
   std::string scheme = "droptail";
   uint32_t cores = 1;
   bool lookahead = true;
+  RouterPlacement placement = RouterPlacement::kGrouped;
   uint32_t racks = 3, spines = 2;
   uint32_t remote_one_in = 1;  // 1: destinations uniform over all endpoints
   uint64_t seed = 7;
@@ -90,6 +91,7 @@ RunOutput run_leaf_spine(const LeafSpineRun& run) {
   EngineOptions opt;
   opt.cores = run.cores;
   opt.lookahead = run.lookahead;
+  opt.placement = run.placement;
   opt.packet_log = true;
   opt.occupancy_interval = 50;
   opt.seed = run.seed;
@@ -165,10 +167,14 @@ TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][d
     uint64_t drops = 0;
     for (const auto& e : one.events) drops += e.kind == PacketEvent::kDropped;
     REQUIRE(drops > 0);  // the scenario must exercise drops too
+    const auto by_key = [](const PacketEvent& a, const PacketEvent& b) { return a.key() < b.key(); };
+    REQUIRE(std::is_sorted(one.events.begin(), one.events.end(), by_key));
     for (uint32_t cores : {2u, 3u, 5u}) {
       INFO("scheme " << s << ", cores " << cores);
       run.cores = cores;
-      require_same(run_leaf_spine(run), one);
+      const RunOutput n = run_leaf_spine(run);
+      REQUIRE(std::is_sorted(n.events.begin(), n.events.end(), by_key));  // the cores' logs merged in order
+      require_same(n, one);
     }
   }
 }
@@ -176,15 +182,17 @@ TEST_CASE("1-core and N-core runs of the same config are identical", "[engine][d
 TEST_CASE("fat tree (three tiers): 1-core and N-core runs are identical, with and without lookahead",
           "[engine][determinism][fat_tree]") {
   // k = 4: 16 endpoints, 20 routers in three tiers, ECMP at two of them, on 2 and 3 cores with
-  // and without lookahead; and k = 6 with rack-local traffic, so cores promise quiet spells
-  // across all three tiers. (Kept small: this also runs under TSan.)
+  // and without lookahead, pods grouped and round robin; and k = 6 with rack-local traffic, so
+  // cores promise quiet spells across all three tiers. (Kept small: this also runs under TSan.)
   struct Case {
     uint32_t k;
     std::string scheme;
     std::vector<uint32_t> cores;
     std::vector<bool> lookahead;
+    RouterPlacement placement = RouterPlacement::kGrouped;
   };
   for (const Case& c : {Case{4, "droptail", {2, 3}, {true, false}}, Case{4, "pfabric", {3}, {true}},
+                        Case{4, "droptail", {2}, {true}, RouterPlacement::kRoundRobin},
                         Case{6, "droptail", {2}, {true}}}) {
     LeafSpineRun run;
     run.fat_tree_k = c.k;
@@ -203,9 +211,11 @@ TEST_CASE("fat tree (three tiers): 1-core and N-core runs are identical, with an
     REQUIRE(busy_tiers == std::set<std::string>{"edge", "agg", "core"});
     for (uint32_t cores : c.cores)
       for (bool lookahead : c.lookahead) {
-        INFO("k " << c.k << ", scheme " << c.scheme << ", cores " << cores << ", lookahead " << lookahead);
+        INFO("k " << c.k << ", scheme " << c.scheme << ", cores " << cores << ", lookahead " << lookahead
+                   << ", grouped " << (c.placement == RouterPlacement::kGrouped));
         run.cores = cores;
         run.lookahead = lookahead;
+        run.placement = c.placement;
         require_same(run_leaf_spine(run), one);
       }
   }

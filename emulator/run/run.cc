@@ -38,6 +38,8 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "arrival_timeslots" << YAML::Value << c.duration;
   y << YAML::Key << "cores" << YAML::Value << c.cores;
   y << YAML::Key << "lookahead" << YAML::Value << c.lookahead;
+  y << YAML::Key << "placement" << YAML::Value
+    << (c.placement == RouterPlacement::kGrouped ? "grouped" : "round_robin");
   y << YAML::Key << "endpoint_priority" << YAML::Value << priority_stamp_name(stamp);
   y << YAML::Key << "endpoint_ect" << YAML::Value << c.endpoint_ect;
   y << YAML::Key << "transport" << YAML::Value
@@ -125,13 +127,14 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   s.router_packet_hops = engine.router_packet_hops();
   s.offered_load = wstats.offered_load;
   s.ack_queue = traffic.ack_queue_stats();
-  const std::vector<PacketEvent> events = engine.events();
   std::vector<uint32_t> lost(flows.size(), 0);
-  for (const auto& e : events)
-    if (e.kind == PacketEvent::kDropped) {
-      ++s.drops;
-      if (e.flow < lost.size()) ++lost[e.flow];
-    }
+  for (uint32_t core = 0; core < opt.cores; ++core)  // counts: no need to merge and sort millions of drops
+    for (const auto& e : engine.core_events(core))
+      if (e.kind == PacketEvent::kDropped) {
+        ++s.drops;
+        if (e.flow < lost.size()) ++lost[e.flow];
+      }
+  const std::vector<PacketEvent> events = opt.packet_log ? engine.events() : std::vector<PacketEvent>{};  // packets.csv
   for (size_t i = 0; i < flows.size(); ++i) {
     if (traffic.finished(static_cast<uint32_t>(i)))
       ++s.finished;

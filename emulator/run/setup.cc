@@ -28,6 +28,7 @@ EngineOptions engine_options(const RunConfig& c, uint32_t cores) {
   opt.mtu_bytes = c.network.abstract_packet_bytes;
   opt.timeslot_ns = c.network.timeslot_ns();
   opt.lookahead = c.lookahead;
+  opt.placement = c.placement;
   opt.occupancy_interval = c.occupancy_interval;
   opt.occupancy_samples = c.occupancy_file != "none";  // none: histograms only (occupancy_summary.csv)
   opt.packet_log = c.packet_log;

@@ -39,6 +39,15 @@ struct RouterLink {
   uint32_t latency_timeslots = 1;
 };
 
+// Which core runs each router when EngineOptions::router_core is empty.
+// Round robin: ToRs (each with its rack) in turn, then the other routers.
+// Grouped: the topology's router groups (Topology::router_group, a fat tree's
+// pods) in contiguous blocks, group g on core g * cores / groups, then the
+// ungrouped routers each to the core with fewest routers; a topology without
+// groups is placed round robin. Outputs never depend on it; speed does
+// (docs/performance.md).
+enum class RouterPlacement { kGrouped, kRoundRobin };
+
 struct Topology {
   std::string kind;  // the registered kind that built it
   uint32_t num_endpoints = 0;
@@ -46,6 +55,11 @@ struct Topology {
   std::vector<PortRef> endpoint_port;   // endpoint e <-> (router, port), both directions
   uint32_t endpoint_latency_timeslots = 1;  // endpoint <-> ToR links
   std::vector<RouterLink> router_links;
+  // Optional placement hint: routers with the same group (>= 0; a fat tree's
+  // pod) exchange most of their traffic with each other, so the engine keeps a
+  // group on one core when it can (EngineOptions::placement). -1: no group.
+  // Empty: no hints.
+  std::vector<int32_t> router_group;
 
   // The path a packet of `flow` takes from src to dst, following the routing
   // tables (ECMP by the flow's hash): links crossed and the sum of their
