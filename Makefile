@@ -7,11 +7,12 @@
 #   make bench-router   flexplane-router vs dpdk-testpmd on the same devices (Mpps, 1 and 2 cores; root)
 #   make list     schemes and their parameters
 #   make kmod     the endpoint kernel module, its tc plugin and fp_rr (build/kmod; docs/kmod.md)
+#   make static   a statically linked flexplane-emulator (virtual time only) in build-static/, to copy to other machines
 BUILD   ?= build
 GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 RESULTS ?= results/scheduler_comparison
 
-.PHONY: all build deps demo demo-virtual test bench bench-router list kmod clean
+.PHONY: all build deps demo demo-virtual test bench bench-router list kmod static clean
 
 all: build
 
@@ -45,6 +46,12 @@ bench-router: build
 
 kmod: deps
 	@$(MAKE) -s -C kmod OUT=$(abspath $(BUILD))/kmod
+
+# No DPDK (live emulation needs the machine's own); scripts/bench_scaling.sh runs it.
+static: deps
+	@cmake -S . -B build-static $(GEN) -DCMAKE_BUILD_TYPE=Release -DFLEXPLANE_WITH_DPDK=OFF -DFLEXPLANE_STATIC=ON >/dev/null
+	@cmake --build build-static --target flexplane-emulator
+	@echo "build-static/flexplane-emulator: statically linked, runs on any x86-64 Linux"
 
 list: build
 	@$(BUILD)/flexplane-emulator list
