@@ -368,6 +368,20 @@ run: {{duration_ms: 20, drain_ms: 5, occupancy_interval_us: 12, packet_log: true
 """
 
 
+def test_bench_scaling_times_each_core_count_and_placement_and_compares_their_files(tmp_path: Path) -> None:
+    cfg = write(tmp_path, FAT_TREE.replace("duration_ms: 20", "duration_ms: 4"))
+    r = subprocess.run([str(REPO / "scripts" / "bench_scaling.sh"), "-b", str(BIN), "-r", "1", "-p",
+                        "grouped round_robin", str(cfg), "1", "2"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows_ = list(csv.DictReader(r.stdout.splitlines()))
+    assert [(x["placement"], x["cores"]) for x in rows_] == [
+        ("grouped", "1"), ("grouped", "2"), ("round_robin", "1"), ("round_robin", "2")]
+    for x in rows_:
+        assert x["same_outputs"] == "yes" and float(x["wall_s"]) > 0 and float(x["engine_s"]) > 0
+    bad = subprocess.run([str(REPO / "scripts" / "bench_scaling.sh"), str(cfg)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "CORES" in bad.stderr
+
+
 def test_fat_tree_runs_with_per_tier_schemes_and_identical_files_on_one_and_two_cores(tmp_path: Path) -> None:
     cfg = write(tmp_path, FAT_TREE)
     rr = write(tmp_path, FAT_TREE.replace("packet_log: true}", "packet_log: true, placement: round_robin}"), "rr.yaml")
