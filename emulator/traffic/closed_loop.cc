@@ -66,6 +66,9 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   }
   local.resize(num_groups);
   channels.resize(size_t{num_groups} * num_groups);
+  mail_words = (num_groups + 63) / 64;
+  mail.reset(new std::atomic<uint64_t>[size_t{num_groups} * mail_words]);
+  for (size_t i = 0; i < size_t{num_groups} * mail_words; ++i) mail[i].store(0, std::memory_order_relaxed);
   ack_delay.resize(flows.size());
   ack_port.assign(flows.size(), kNoRoute);
   ack_wait_nic = config.ack_queueing_nic;
@@ -144,7 +147,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     for (size_t i = arrivals_.size(); i-- > 0;)
       next_remote_start_[i] = arrivals_[i].remote ? sh.flows[arrivals_[i].flow].start : next_remote_start_[i + 1];
     for (uint32_t h = 0; h < sh.num_groups; ++h)
-      if (AckChannel* c = sh.channels[size_t{h} * sh.num_groups + group_].get()) inbound_.push_back({h, c, 0});
+      if (AckChannel* c = sh.channels[size_t{h} * sh.num_groups + group_].get()) inbound_.push_back({h, c->d_min, 0});
   }
 
   uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
@@ -245,52 +248,62 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   };
   struct Inbound {
     uint32_t from;
-    AckChannel* channel;
+    Timeslot d_min;      // its channel's smallest ACK latency (copied: read every timeslot)
     Timeslot confirmed;  // every ACK the sender group produced before this is in pending_
   };
 
   uint32_t arrival_of(uint32_t flow) const { return sh_.arrival_index[flow]; }
 
   // Move every ACK due by `now` into pending_: wait until each sending group
-  // has delivered timeslot now - d_min, then drain its channel.
+  // has delivered timeslot now - d_min, then drain the channels that have
+  // mail. A writer appends and flags before it publishes its progress, so
+  // every ACK due by now is drained; ACKs drained early wait in pending_,
+  // which orders them by content (the result does not depend on timing).
   void collect_acks(Timeslot now) {
     for (AckMsg& m : sh_.local[group_].acks) pending_.push(m);
     sh_.local[group_].acks.clear();
-    for (Inbound& in : inbound_) {
-      const Timeslot d = in.channel->d_min;
-      if (now + 1 > d) {
-        const Timeslot need = now + 1 - d;
-        if (in.confirmed < need) {
+    if (now + 1 > next_look_) {  // some sending group may still owe ACKs due by now
+      Timeslot next = kNever;
+      for (Inbound& in : inbound_) {
+        if (now + 1 > in.confirmed + in.d_min) {
+          const Timeslot need = now + 1 - in.d_min;
           unsigned spins = 0;
           Timeslot seen;
           while ((seen = sh_.progress[in.from].delivered_before.load(std::memory_order_acquire)) < need) relax(spins);
           in.confirmed = seen;
-          in.channel->drain(pending_buffer_);
         }
+        next = std::min(next, in.confirmed + in.d_min);
       }
-      for (const AckMsg& m : pending_buffer_) pending_.push(m);
-      pending_buffer_.clear();
+      next_look_ = next;
     }
+    drain_mail();
   }
 
   // Lookahead only: the earliest timeslot an ACK not yet handled can be due.
   Timeslot earliest_ack(Timeslot now) {
-    Timeslot e = pending_.empty() ? kNoRemoteTraffic : pending_.top().due;
+    Timeslot e = kNoRemoteTraffic;
     for (Inbound& in : inbound_) {
-      const Timeslot seen = sh_.progress[in.from].delivered_before.load(std::memory_order_acquire);
-      if (seen > in.confirmed) {
-        in.confirmed = seen;
-        in.channel->drain(pending_buffer_);
-        for (const AckMsg& m : pending_buffer_) {
-          pending_.push(m);
-          e = std::min(e, m.due);
-        }
-        pending_buffer_.clear();
-      }
-      e = std::min(e, in.confirmed + in.channel->d_min);
+      in.confirmed = std::max(in.confirmed, sh_.progress[in.from].delivered_before.load(std::memory_order_acquire));
+      e = std::min(e, in.confirmed + in.d_min);
     }
+    drain_mail();
+    if (!pending_.empty()) e = std::min(e, pending_.top().due);
     (void)now;
     return e;
+  }
+
+  // Every ACK in a channel flagged in this group's mail, into pending_.
+  void drain_mail() {
+    std::atomic<uint64_t>* words = &sh_.mail[size_t{group_} * sh_.mail_words];
+    for (uint32_t w = 0; w < sh_.mail_words; ++w) {
+      if (!words[w].load(std::memory_order_relaxed)) continue;
+      for (uint64_t bits = words[w].exchange(0, std::memory_order_acq_rel); bits; bits &= bits - 1) {
+        const uint32_t from = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+        sh_.channels[size_t{from} * sh_.num_groups + group_]->drain(pending_buffer_);
+      }
+    }
+    for (const AckMsg& m : pending_buffer_) pending_.push(m);
+    pending_buffer_.clear();
   }
 
   // After an ACK, a timer or the start of flow `a`: queue what its window
@@ -343,6 +356,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   std::priority_queue<AckMsg, std::vector<AckMsg>, AckLater> pending_;
   std::vector<AckMsg> pending_buffer_;
   std::vector<Inbound> inbound_;
+  Timeslot next_look_ = 0;  // min over inbound_ of confirmed + d_min: no wait needed while now + 1 <= it
   std::vector<Nic> nics_;
   std::vector<uint64_t> busy_;
   uint32_t active_ = 0, active_remote_ = 0;
@@ -387,17 +401,21 @@ class ClosedLoopSink final : public TrafficSink {
       for (uint32_t k = 0; k < acks.n; ++k) {
         AckMsg m{now + sh_.ack_delay[p.flow], p.flow, acks.ack[k]};
         if (bank && !queue_ack(*bank, f, &m.due)) continue;  // lost in a full port
-        if (to == group_)
+        if (to == group_) {
           sh_.local[group_].acks.push_back(m);
-        else
+        } else {
+          if (out_[to].empty()) touched_.push_back(to);
           out_[to].push_back(m);
+        }
       }
     }
-    for (uint32_t h = 0; h < sh_.num_groups; ++h)
-      if (!out_[h].empty()) {
-        sh_.channels[size_t{group_} * sh_.num_groups + h]->append(out_[h]);
-        out_[h].clear();
-      }
+    for (uint32_t h : touched_) {  // append, then flag: before this group publishes its progress
+      sh_.channels[size_t{group_} * sh_.num_groups + h]->append(out_[h]);
+      out_[h].clear();
+      sh_.mail[size_t{h} * sh_.mail_words + group_ / 64].fetch_or(uint64_t{1} << (group_ % 64),
+                                                                 std::memory_order_release);
+    }
+    touched_.clear();
   }
 
  private:
@@ -442,6 +460,7 @@ class ClosedLoopSink final : public TrafficSink {
   EventLog* log_;
   uint64_t* unexpected_;
   std::vector<std::vector<AckMsg>> out_;  // by receiving group, one deliver() call's ACKs
+  std::vector<uint32_t> touched_;        // groups with ACKs in out_, in first-touched order
   bool queueing_ = false;  // ACK queueing on, and the ToR known
   bool lossy_ = false;
 };

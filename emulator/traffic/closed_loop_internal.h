@@ -100,6 +100,11 @@ struct ClosedLoopShared {
   std::unique_ptr<GroupProgress[]> progress;            // by group
   std::vector<LocalAcks> local;                         // by group
   std::vector<std::unique_ptr<AckChannel>> channels;    // [writer group * num_groups + reader group]; null: unused
+  // Which channels into a group hold ACKs, so a source drains those only (not
+  // all of its up to num_groups - 1 channels every timeslot): bit w of
+  // mail[reader * mail_words + w / 64] is set by writer w after it appends.
+  uint32_t mail_words = 0;
+  std::unique_ptr<std::atomic<uint64_t>[]> mail;
   std::vector<std::unique_ptr<Receiver>> receivers;     // by flow: written by the destination's core
   std::vector<SenderOutcome> outcomes;                  // by flow: written by the source's core when done
 };
