@@ -21,6 +21,12 @@
 //   connection is opened at time 0 and each flow's data is written at its
 //   start: FCT then counts from the start, as flexplane's does, including
 //   any wait in the sender's NIC FIFO, and no flow has a handshake in it.
+// - --ack-priority (a diagnostic, not flexplane's model): header-only segments
+//   (pure ACKs, SYN, FIN) go ahead of data in every host NIC and switch port,
+//   in a band of their own that takes no room in the data queue and counts
+//   in no K. ns-3's reverse path then comes close to flexplane's default
+//   (ACKs that no data delays: `ack_queueing: none`), which isolates how
+//   much of the difference is the reverse path (docs/validation.md).
 //
 // Build and run: validation/run_ns3.sh (--help for the options).
 #include <algorithm>
@@ -67,6 +73,7 @@ struct Options {
   double drain_ms = 5;
   double occupancy_interval_us = 0;
   bool preconnect = false;
+  bool ack_priority = false;
   std::string out = "results/ns3";
 };
 
@@ -105,6 +112,32 @@ void DataDrop(Ptr<const QueueDiscItem> item) {
 }
 void DataMark(Ptr<const QueueDiscItem> item, const char*) {
   if (item->GetSize() > kHeaderOnlyBytes) ++data_marks;
+}
+
+// --ack-priority: band 0 for header-only segments, band 1 for data.
+class HeaderOnlyFirst : public PacketFilter {
+ public:
+  static TypeId GetTypeId() {
+    static TypeId tid =
+        TypeId("flexplane::HeaderOnlyFirst").SetParent<PacketFilter>().AddConstructor<HeaderOnlyFirst>();
+    return tid;
+  }
+
+ private:
+  bool CheckProtocol(Ptr<QueueDiscItem>) const override { return true; }
+  int32_t DoClassify(Ptr<QueueDiscItem> item) const override { return item->GetSize() > kHeaderOnlyBytes ? 1 : 0; }
+};
+NS_OBJECT_ENSURE_REGISTERED(HeaderOnlyFirst);
+
+// A root with two strict-priority bands: header-only segments (a deep FIFO),
+// then `data`, which the caller configures as it would the root.
+uint16_t AckBands(TrafficControlHelper& tc) {
+  const uint16_t root = tc.SetRootQueueDisc("ns3::PrioQueueDisc", "Priomap",
+                                            StringValue("1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1"));
+  TrafficControlHelper::ClassIdList classes = tc.AddQueueDiscClasses(root, 2, "ns3::QueueDiscClass");
+  tc.AddChildQueueDisc(root, classes[0], "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize("100000p")));
+  tc.AddPacketFilter(root, "flexplane::HeaderOnlyFirst");
+  return root;
 }
 
 void Pump(Ptr<Socket> s, uint32_t) {
@@ -243,6 +276,10 @@ int main(int argc, char* argv[]) {
                "open every connection at time 0 and write each flow's data at its start time, so that "
                "fct_us counts from the flow's start like flexplane's (no handshake in it)",
                opt.preconnect);
+  cmd.AddValue("ack-priority",
+               "diagnostic: header-only segments (ACKs) ahead of data in every NIC and switch port, in a "
+               "band that takes no room and counts in no K (an ideal reverse path)",
+               opt.ack_priority);
   cmd.AddValue("out", "output folder (flows.csv, occupancy.csv, counters.csv, summary.yaml)", opt.out);
   cmd.Parse(argc, argv);
 
@@ -315,13 +352,22 @@ int main(int argc, char* argv[]) {
   stack.Install(sw);
 
   TrafficControlHelper host_tc;  // the host NIC: a deep FIFO
-  host_tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize("100000p")));
   TrafficControlHelper switch_tc;
+  // The data queue: the root, or with --ack-priority the second band under it.
+  auto data_queue = [](TrafficControlHelper& tc, const std::string& type, auto&&... args) {
+    if (!opt.ack_priority) {
+      tc.SetRootQueueDisc(type, args...);
+    } else {
+      const uint16_t root = AckBands(tc);
+      tc.AddChildQueueDisc(root, 1, type, args...);
+    }
+  };
+  data_queue(host_tc, "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize("100000p")));
   const QueueSize qdisc_size(QueueSizeUnit::PACKETS, opt.capacity_pkts - 1);
   if (opt.queue == "droptail") {
-    switch_tc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(qdisc_size));
+    data_queue(switch_tc, "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(qdisc_size));
   } else {
-    switch_tc.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", QueueSizeValue(qdisc_size), "MinTh",
+    data_queue(switch_tc, "ns3::RedQueueDisc", "MaxSize", QueueSizeValue(qdisc_size), "MinTh",
                                DoubleValue(opt.k_pkts), "MaxTh", DoubleValue(opt.k_pkts), "QW", DoubleValue(1.0),
                                "Gentle", BooleanValue(false), "UseEcn", BooleanValue(true), "UseHardDrop",
                                BooleanValue(false), "MeanPktSize", UintegerValue(opt.packet_bytes),
@@ -335,9 +381,11 @@ int main(int argc, char* argv[]) {
     NetDeviceContainer devs = p2p.Install(hosts.Get(i), sw);  // 0: host side, 1: switch port i
     host_tc.Install(devs.Get(0));
     QueueDiscContainer q = switch_tc.Install(devs.Get(1));
-    switch_qdiscs.push_back(q.Get(0));
-    q.Get(0)->TraceConnectWithoutContext("Drop", MakeCallback(&DataDrop));
-    q.Get(0)->TraceConnectWithoutContext("Mark", MakeCallback(&DataMark));
+    // The data queue: occupancy, drops and marks are read there (the ACK band's are not counted).
+    Ptr<QueueDisc> data = opt.ack_priority ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);
+    switch_qdiscs.push_back(data);
+    data->TraceConnectWithoutContext("Drop", MakeCallback(&DataDrop));
+    data->TraceConnectWithoutContext("Mark", MakeCallback(&DataMark));
     switch_devqs.push_back(DynamicCast<PointToPointNetDevice>(devs.Get(1))->GetQueue());
     Ipv4InterfaceContainer ifs = addr.Assign(devs);
     addr.NewNetwork();
@@ -414,7 +462,8 @@ int main(int argc, char* argv[]) {
           << "\nlink_gbps: " << opt.link_gbps << "\npacket_bytes: " << opt.packet_bytes
           << "\nsegment_bytes: " << segment << "\nlink_latency_timeslots: " << opt.link_latency_timeslots
           << "\ntimeslot_ns: " << timeslot_s * 1e9 << "\nmin_rto_us: " << opt.min_rto_us
-          << "\npreconnect: " << (opt.preconnect ? "true" : "false") << "\nflows: " << flows.size()
+          << "\npreconnect: " << (opt.preconnect ? "true" : "false")
+          << "\nack_priority: " << (opt.ack_priority ? "true" : "false") << "\nflows: " << flows.size()
           << "\nfinished: " << finished << "\nswitch_drops: " << drops
           << "\nswitch_marks: " << marks << "\nswitch_drops_data: " << data_drops
           << "\nswitch_marks_data: " << data_marks << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";

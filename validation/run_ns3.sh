@@ -34,9 +34,18 @@ declare -A ARGS=(
   [incast-dctcp-dctcp]="--incast-senders=8 --incast-size-pkts=10000 --hosts=9 --transport=dctcp --queue=dctcp --capacity-pkts=1024 --k-pkts=65 --duration-ms=1 --drain-ms=500 --occupancy-interval-us=12"
 )
 for s in websearch-newreno-droptail websearch-dctcp-dctcp; do ARGS[$s-preconnect]="${ARGS[$s]} --preconnect=true"; done
+# -ackprio (a diagnostic): ACKs ahead of data everywhere, in no queue's K or capacity.
+for s in websearch-newreno-droptail websearch-dctcp-dctcp bidir3-newreno-droptail bidir3-dctcp-dctcp; do
+  ARGS[$s-ackprio]="${ARGS[$s]} --ack-priority=true"
+done
+for s in websearch-newreno-droptail websearch-dctcp-dctcp; do
+  ARGS[$s-preconnect-ackprio]="${ARGS[$s-preconnect]} --ack-priority=true"
+done
 ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-droptail-preconnect
        websearch-dctcp-dctcp-preconnect incast-newreno-droptail incast-dctcp-dctcp bidir3-newreno-droptail
-       bidir3-dctcp-dctcp)
+       bidir3-dctcp-dctcp websearch-newreno-droptail-ackprio websearch-dctcp-dctcp-ackprio
+       websearch-newreno-droptail-preconnect-ackprio websearch-dctcp-dctcp-preconnect-ackprio
+       bidir3-newreno-droptail-ackprio bidir3-dctcp-dctcp-ackprio)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
