@@ -74,6 +74,8 @@ struct Options {
   double occupancy_interval_us = 0;
   bool preconnect = false;
   bool ack_priority = false;
+  uint32_t dctcp_min_ssthresh_pkts = 0;
+  bool first_sent = false;
   std::string out = "results/ns3";
 };
 
@@ -82,6 +84,7 @@ struct Flow {
   uint64_t size_bytes = 0;  // TCP payload
   uint64_t received = 0;
   double connected_s = -1;
+  double first_sent_s = -1;  // the first data segment starts on the sender's wire (after its NIC queue)
   double finish_s = -1;
   Ptr<Socket> socket;
   uint64_t to_send = 0;
@@ -101,6 +104,8 @@ std::unordered_map<Socket*, uint32_t> flow_by_socket;
 uint32_t finished = 0;
 NodeContainer hosts;
 std::vector<Ptr<QueueDisc>> switch_qdiscs;
+std::vector<Ptr<QueueDisc>> host_qdiscs;
+int trace_flow = -1;
 std::vector<Ptr<Queue<Packet>>> switch_devqs;
 std::ofstream occupancy;
 // Switch drops and marks of data segments only (ns-3's queue disc counts
@@ -113,6 +118,27 @@ void DataDrop(Ptr<const QueueDiscItem> item) {
 void DataMark(Ptr<const QueueDiscItem> item, const char*) {
   if (item->GetSize() > kHeaderOnlyBytes) ++data_marks;
 }
+
+// --dctcp-min-ssthresh-pkts: ns-3.37's TcpDctcp sets ssthresh (and so cwnd
+// on leaving CWR) to (1 - alpha / 2) * cwnd with no floor. A flow marked in
+// several windows in a row (alpha starts at 1) falls below one segment, sends
+// nothing with nothing in flight, and waits for its RTO; the one segment the
+// RTO sends is marked again. Linux floors DCTCP's ssthresh at 2 segments
+// (tcp_dctcp.c), as flexplane's DCTCP does; this subclass adds that floor.
+class TcpDctcpFloor : public TcpDctcp {
+ public:
+  static TypeId GetTypeId() {
+    static TypeId tid = TypeId("flexplane::TcpDctcpFloor").SetParent<TcpDctcp>().AddConstructor<TcpDctcpFloor>();
+    return tid;
+  }
+  TcpDctcpFloor() = default;
+  TcpDctcpFloor(const TcpDctcpFloor& other) = default;
+  uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t bytes_in_flight) override {
+    return std::max(TcpDctcp::GetSsThresh(tcb, bytes_in_flight), opt.dctcp_min_ssthresh_pkts * tcb->m_segmentSize);
+  }
+  Ptr<TcpCongestionOps> Fork() override { return CopyObject<TcpDctcpFloor>(this); }
+};
+NS_OBJECT_ENSURE_REGISTERED(TcpDctcpFloor);
 
 // --ack-priority: band 0 for header-only segments, band 1 for data.
 class HeaderOnlyFirst : public PacketFilter {
@@ -154,6 +180,38 @@ void Pump(Ptr<Socket> s, uint32_t) {
   s->Close();  // FIN after the data
 }
 
+// A host's link starts sending a frame: note a flow's first data segment
+// (first_sent_us: its wait in the host's NIC queue, as flexplane's
+// first_sent_timeslot gives it).
+void HostTx(uint32_t host, Ptr<const Packet> frame) {
+  Ptr<Packet> p = frame->Copy();
+  PppHeader ppp;
+  Ipv4Header ip;
+  TcpHeader tcp;
+  p->RemoveHeader(ppp);
+  p->RemoveHeader(ip);
+  if (ip.GetProtocol() != 6) return;
+  p->RemoveHeader(tcp);
+  if (p->GetSize() == 0) {  // header-only
+    if (trace_flow >= 0 && tcp.GetSourcePort() == kSinkPort) {
+      const auto h = host_by_ip.find(ip.GetDestination().Get());
+      if (h != host_by_ip.end()) {
+        const auto f = flow_by_src_port.find({h->second, tcp.GetDestinationPort()});
+        if (f != flow_by_src_port.end() && int(f->second) == trace_flow)
+          std::cerr << "ACK " << Simulator::Now().GetMicroSeconds() << " ack " << tcp.GetAckNumber() << " flags "
+                    << int(tcp.GetFlags()) << "\n";
+      }
+    }
+    return;
+  }
+  const auto it = flow_by_src_port.find({host, tcp.GetSourcePort()});
+  if (it != flow_by_src_port.end() && flows[it->second].first_sent_s < 0)
+    flows[it->second].first_sent_s = Simulator::Now().GetSeconds();
+  if (it != flow_by_src_port.end() && int(it->second) == trace_flow)
+    std::cerr << "TX " << Simulator::Now().GetMicroSeconds() << " seq " << tcp.GetSequenceNumber() << " nic "
+              << host_qdiscs[host]->GetNPackets() << "\n";
+}
+
 void Connected(Ptr<Socket> s) {
   flows[flow_by_socket.at(PeekPointer(s))].connected_s = Simulator::Now().GetSeconds();
   Pump(s, 0);
@@ -168,6 +226,9 @@ void CongState(uint32_t id, TcpSocketState::TcpCongState_t, TcpSocketState::TcpC
   if (now == TcpSocketState::CA_LOSS) ++f.timeouts;
   if (now == TcpSocketState::CA_RECOVERY) ++f.fast_recoveries;
   if (now == TcpSocketState::CA_CWR) ++f.cwr;
+  if (int(id) == trace_flow)
+    std::cerr << "STATE " << Simulator::Now().GetMicroSeconds() << " -> " << int(now) << " nic "
+              << host_qdiscs[f.spec.src]->GetNPackets() << "\n";
 }
 
 // Opens the flow's connection; its data follows at once (StartFlow) or, with
@@ -280,6 +341,13 @@ int main(int argc, char* argv[]) {
                "diagnostic: header-only segments (ACKs) ahead of data in every NIC and switch port, in a "
                "band that takes no room and counts in no K (an ideal reverse path)",
                opt.ack_priority);
+  cmd.AddValue("dctcp-min-ssthresh-pkts",
+               "floor DCTCP's ssthresh at this many segments, as Linux does at 2 (0: ns-3.37's TcpDctcp as "
+               "shipped, no floor: cwnd can fall below one segment and wait for an RTO)",
+               opt.dctcp_min_ssthresh_pkts);
+  cmd.AddValue("first-sent", "write first_sent_us (each flow's first data segment on its sender's wire)",
+               opt.first_sent);
+  cmd.AddValue("trace-flow", "diagnostic: print this flow's transmissions and state changes on stderr", trace_flow);
   cmd.AddValue("out", "output folder (flows.csv, occupancy.csv, counters.csv, summary.yaml)", opt.out);
   cmd.Parse(argc, argv);
 
@@ -324,7 +392,9 @@ int main(int argc, char* argv[]) {
 
   // TCP: the variant, no SACK or timestamps (flexplane's senders have
   // neither), classic NewReno recovery, an ACK per packet, big buffers.
-  const std::string socket_type = opt.transport == "dctcp" ? "ns3::TcpDctcp" : "ns3::TcpNewReno";
+  const std::string socket_type = opt.transport != "dctcp"            ? "ns3::TcpNewReno"
+                                  : opt.dctcp_min_ssthresh_pkts > 0 ? "flexplane::TcpDctcpFloor"
+                                                                    : "ns3::TcpDctcp";
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TypeId::LookupByName(socket_type)));
   Config::SetDefault("ns3::TcpL4Protocol::RecoveryType", TypeIdValue(TcpClassicRecovery::GetTypeId()));
   Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
@@ -379,7 +449,9 @@ int main(int argc, char* argv[]) {
   addr.SetBase("10.0.0.0", "255.255.255.252");
   for (uint32_t i = 0; i < opt.hosts; ++i) {
     NetDeviceContainer devs = p2p.Install(hosts.Get(i), sw);  // 0: host side, 1: switch port i
-    host_tc.Install(devs.Get(0));
+    host_qdiscs.push_back(host_tc.Install(devs.Get(0)).Get(0));
+    if (opt.first_sent || trace_flow >= 0)  // a parse of every frame: off for the speed comparison
+      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&HostTx, i));
     QueueDiscContainer q = switch_tc.Install(devs.Get(1));
     // The data queue: occupancy, drops and marks are read there (the ACK band's are not counted).
     Ptr<QueueDisc> data = opt.ack_priority ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);
@@ -424,7 +496,8 @@ int main(int argc, char* argv[]) {
   // flows.csv: flexplane's columns where they apply (docs/validation.md).
   std::ofstream out(opt.out + "/flows.csv");
   out << "flow_id,src,dst,size_pkts,size_bytes,start_timeslot,start_us,connected_us,finish_us,fct_us,"
-         "ideal_fct_us,slowdown,fct_with_handshake_us,finished,timeouts,fast_recoveries,ecn_reductions\n";
+         "ideal_fct_us,slowdown,fct_with_handshake_us,finished,timeouts,fast_recoveries,ecn_reductions,"
+         "first_sent_us\n";
   const double ts_us = timeslot_s * 1e6;
   for (const Flow& f : flows) {
     const double start_us = f.spec.start * ts_us;
@@ -442,7 +515,9 @@ int main(int argc, char* argv[]) {
     } else {
       out << ",," << ideal << ",,,0";
     }
-    out << ',' << f.timeouts << ',' << f.fast_recoveries << ',' << f.cwr << '\n';
+    out << ',' << f.timeouts << ',' << f.fast_recoveries << ',' << f.cwr << ',';
+    if (f.first_sent_s >= 0) out << f.first_sent_s * 1e6;
+    out << '\n';
   }
 
   std::ofstream counters(opt.out + "/counters.csv");
@@ -463,7 +538,8 @@ int main(int argc, char* argv[]) {
           << "\nsegment_bytes: " << segment << "\nlink_latency_timeslots: " << opt.link_latency_timeslots
           << "\ntimeslot_ns: " << timeslot_s * 1e9 << "\nmin_rto_us: " << opt.min_rto_us
           << "\npreconnect: " << (opt.preconnect ? "true" : "false")
-          << "\nack_priority: " << (opt.ack_priority ? "true" : "false") << "\nflows: " << flows.size()
+          << "\nack_priority: " << (opt.ack_priority ? "true" : "false")
+          << "\ndctcp_min_ssthresh_pkts: " << opt.dctcp_min_ssthresh_pkts << "\nflows: " << flows.size()
           << "\nfinished: " << finished << "\nswitch_drops: " << drops
           << "\nswitch_marks: " << marks << "\nswitch_drops_data: " << data_drops
           << "\nswitch_marks_data: " << data_marks << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";

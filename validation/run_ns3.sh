@@ -36,16 +36,21 @@ declare -A ARGS=(
 for s in websearch-newreno-droptail websearch-dctcp-dctcp; do ARGS[$s-preconnect]="${ARGS[$s]} --preconnect=true"; done
 # -ackprio (a diagnostic): ACKs ahead of data everywhere, in no queue's K or capacity.
 for s in websearch-newreno-droptail websearch-dctcp-dctcp bidir3-newreno-droptail bidir3-dctcp-dctcp; do
-  ARGS[$s-ackprio]="${ARGS[$s]} --ack-priority=true"
+  ARGS[$s-ackprio]="${ARGS[$s]} --ack-priority=true --first-sent=true"
 done
 for s in websearch-newreno-droptail websearch-dctcp-dctcp; do
-  ARGS[$s-preconnect-ackprio]="${ARGS[$s-preconnect]} --ack-priority=true"
+  ARGS[$s-preconnect-ackprio]="${ARGS[$s-preconnect]} --ack-priority=true --first-sent=true"
+done
+# -floor2: DCTCP's ssthresh floored at 2 segments, as in Linux (ns-3.37 has no floor).
+for s in websearch-dctcp-dctcp websearch-dctcp-dctcp-preconnect-ackprio; do
+  ARGS[$s-floor2]="${ARGS[$s]} --dctcp-min-ssthresh-pkts=2"
 done
 ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-droptail-preconnect
        websearch-dctcp-dctcp-preconnect incast-newreno-droptail incast-dctcp-dctcp bidir3-newreno-droptail
        bidir3-dctcp-dctcp websearch-newreno-droptail-ackprio websearch-dctcp-dctcp-ackprio
        websearch-newreno-droptail-preconnect-ackprio websearch-dctcp-dctcp-preconnect-ackprio
-       bidir3-newreno-droptail-ackprio bidir3-dctcp-dctcp-ackprio)
+       bidir3-newreno-droptail-ackprio bidir3-dctcp-dctcp-ackprio websearch-dctcp-dctcp-floor2
+       websearch-dctcp-dctcp-preconnect-ackprio-floor2)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
