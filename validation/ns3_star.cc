@@ -74,8 +74,10 @@ struct Options {
   double occupancy_interval_us = 0;
   bool preconnect = false;
   bool ack_priority = false;
+  std::string ack_priority_at = "all";  // all | nic (host NICs only) | switch (switch ports only)
   uint32_t dctcp_min_ssthresh_pkts = 0;
   bool first_sent = false;
+  bool queue_bytes = false;
   std::string out = "results/ns3";
 };
 
@@ -341,10 +343,16 @@ int main(int argc, char* argv[]) {
                "diagnostic: header-only segments (ACKs) ahead of data in every NIC and switch port, in a "
                "band that takes no room and counts in no K (an ideal reverse path)",
                opt.ack_priority);
+  cmd.AddValue("ack-priority-at", "with --ack-priority: all, nic (host NICs only) or switch (switch ports only)",
+               opt.ack_priority_at);
   cmd.AddValue("dctcp-min-ssthresh-pkts",
                "floor DCTCP's ssthresh at this many segments, as Linux does at 2 (0: ns-3.37's TcpDctcp as "
                "shipped, no floor: cwnd can fall below one segment and wait for an RTO)",
                opt.dctcp_min_ssthresh_pkts);
+  cmd.AddValue("queue-bytes",
+               "size switch queues and K in bytes (capacity and K that many full data packets; an ACK counts its "
+               "40 bytes) instead of packets (an ACK counts as a packet)",
+               opt.queue_bytes);
   cmd.AddValue("first-sent", "write first_sent_us (each flow's first data segment on its sender's wire)",
                opt.first_sent);
   cmd.AddValue("trace-flow", "diagnostic: print this flow's transmissions and state changes on stderr", trace_flow);
@@ -352,6 +360,8 @@ int main(int argc, char* argv[]) {
   cmd.Parse(argc, argv);
 
   if (opt.hosts < 2) return fail("--hosts must be at least 2");
+  if (opt.ack_priority_at != "all" && opt.ack_priority_at != "nic" && opt.ack_priority_at != "switch")
+    return fail("--ack-priority-at must be all, nic or switch");
   if (opt.packet_bytes <= kHeaderBytes + 1) return fail("--packet-bytes must exceed the 42 header bytes");
   if (opt.link_latency_timeslots < 1) return fail("--link-latency-timeslots must be at least 1");
   if (opt.transport != "newreno" && opt.transport != "ecn" && opt.transport != "dctcp")
@@ -424,21 +434,31 @@ int main(int argc, char* argv[]) {
   TrafficControlHelper host_tc;  // the host NIC: a deep FIFO
   TrafficControlHelper switch_tc;
   // The data queue: the root, or with --ack-priority the second band under it.
-  auto data_queue = [](TrafficControlHelper& tc, const std::string& type, auto&&... args) {
-    if (!opt.ack_priority) {
+  const bool ack_first_nic = opt.ack_priority && opt.ack_priority_at != "switch";
+  const bool ack_first_switch = opt.ack_priority && opt.ack_priority_at != "nic";
+  auto data_queue = [](bool ack_first, TrafficControlHelper& tc, const std::string& type, auto&&... args) {
+    if (!ack_first) {
       tc.SetRootQueueDisc(type, args...);
     } else {
       const uint16_t root = AckBands(tc);
       tc.AddChildQueueDisc(root, 1, type, args...);
     }
   };
-  data_queue(host_tc, "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize("100000p")));
-  const QueueSize qdisc_size(QueueSizeUnit::PACKETS, opt.capacity_pkts - 1);
+  data_queue(ack_first_nic, host_tc, "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(QueueSize("100000p")));
+  // Packets (ns-3's default: an ACK counts as one packet in K and in the
+  // capacity) or, with --queue-bytes, bytes as switch ASICs count them: the
+  // capacity and K are those many full data packets (IP bytes), an ACK
+  // counts its 40 bytes.
+  const uint32_t ip_packet = opt.packet_bytes - 2;
+  const QueueSize qdisc_size = opt.queue_bytes
+                                   ? QueueSize(QueueSizeUnit::BYTES, (opt.capacity_pkts - 1) * ip_packet)
+                                   : QueueSize(QueueSizeUnit::PACKETS, opt.capacity_pkts - 1);
+  const double k_threshold = opt.queue_bytes ? double(opt.k_pkts) * ip_packet : double(opt.k_pkts);
   if (opt.queue == "droptail") {
-    data_queue(switch_tc, "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(qdisc_size));
+    data_queue(ack_first_switch, switch_tc, "ns3::FifoQueueDisc", "MaxSize", QueueSizeValue(qdisc_size));
   } else {
-    data_queue(switch_tc, "ns3::RedQueueDisc", "MaxSize", QueueSizeValue(qdisc_size), "MinTh",
-                               DoubleValue(opt.k_pkts), "MaxTh", DoubleValue(opt.k_pkts), "QW", DoubleValue(1.0),
+    data_queue(ack_first_switch, switch_tc, "ns3::RedQueueDisc", "MaxSize", QueueSizeValue(qdisc_size), "MinTh",
+                               DoubleValue(k_threshold), "MaxTh", DoubleValue(k_threshold), "QW", DoubleValue(1.0),
                                "Gentle", BooleanValue(false), "UseEcn", BooleanValue(true), "UseHardDrop",
                                BooleanValue(false), "MeanPktSize", UintegerValue(opt.packet_bytes),
                                "LinkBandwidth", DataRateValue(DataRate(static_cast<uint64_t>(opt.link_gbps * 1e9))),
@@ -454,7 +474,7 @@ int main(int argc, char* argv[]) {
       devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&HostTx, i));
     QueueDiscContainer q = switch_tc.Install(devs.Get(1));
     // The data queue: occupancy, drops and marks are read there (the ACK band's are not counted).
-    Ptr<QueueDisc> data = opt.ack_priority ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);
+    Ptr<QueueDisc> data = ack_first_switch ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);
     switch_qdiscs.push_back(data);
     data->TraceConnectWithoutContext("Drop", MakeCallback(&DataDrop));
     data->TraceConnectWithoutContext("Mark", MakeCallback(&DataMark));
@@ -538,8 +558,9 @@ int main(int argc, char* argv[]) {
           << "\nsegment_bytes: " << segment << "\nlink_latency_timeslots: " << opt.link_latency_timeslots
           << "\ntimeslot_ns: " << timeslot_s * 1e9 << "\nmin_rto_us: " << opt.min_rto_us
           << "\npreconnect: " << (opt.preconnect ? "true" : "false")
-          << "\nack_priority: " << (opt.ack_priority ? "true" : "false")
-          << "\ndctcp_min_ssthresh_pkts: " << opt.dctcp_min_ssthresh_pkts << "\nflows: " << flows.size()
+          << "\nack_priority: " << (opt.ack_priority ? opt.ack_priority_at : std::string("false"))
+          << "\ndctcp_min_ssthresh_pkts: " << opt.dctcp_min_ssthresh_pkts
+          << "\nqueue_bytes: " << (opt.queue_bytes ? "true" : "false") << "\nflows: " << flows.size()
           << "\nfinished: " << finished << "\nswitch_drops: " << drops
           << "\nswitch_marks: " << marks << "\nswitch_drops_data: " << data_drops
           << "\nswitch_marks_data: " << data_marks << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";

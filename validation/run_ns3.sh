@@ -41,6 +41,14 @@ done
 for s in websearch-newreno-droptail websearch-dctcp-dctcp; do
   ARGS[$s-preconnect-ackprio]="${ARGS[$s-preconnect]} --ack-priority=true --first-sent=true"
 done
+# -bytes: switch queues and K counted in bytes, as switch ASICs count them.
+for s in websearch-newreno-droptail websearch-dctcp-dctcp bidir3-newreno-droptail bidir3-dctcp-dctcp; do
+  ARGS[$s-bytes]="${ARGS[$s]} --queue-bytes=true"
+done
+# -ackprio-nic / -ackprio-switch: ACKs first at the host NICs only / the switch ports only.
+for s in websearch-newreno-droptail websearch-dctcp-dctcp bidir3-newreno-droptail bidir3-dctcp-dctcp; do
+  for at in nic switch; do ARGS[$s-ackprio-$at]="${ARGS[$s]} --ack-priority=true --ack-priority-at=$at"; done
+done
 # -floor2: DCTCP's ssthresh floored at 2 segments, as in Linux (ns-3.37 has no floor).
 for s in websearch-dctcp-dctcp websearch-dctcp-dctcp-preconnect-ackprio; do
   ARGS[$s-floor2]="${ARGS[$s]} --dctcp-min-ssthresh-pkts=2"
@@ -50,7 +58,11 @@ ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-dropta
        bidir3-dctcp-dctcp websearch-newreno-droptail-ackprio websearch-dctcp-dctcp-ackprio
        websearch-newreno-droptail-preconnect-ackprio websearch-dctcp-dctcp-preconnect-ackprio
        bidir3-newreno-droptail-ackprio bidir3-dctcp-dctcp-ackprio websearch-dctcp-dctcp-floor2
-       websearch-dctcp-dctcp-preconnect-ackprio-floor2)
+       websearch-dctcp-dctcp-preconnect-ackprio-floor2 websearch-newreno-droptail-bytes websearch-dctcp-dctcp-bytes
+       bidir3-newreno-droptail-bytes bidir3-dctcp-dctcp-bytes websearch-newreno-droptail-ackprio-nic
+       websearch-dctcp-dctcp-ackprio-nic bidir3-newreno-droptail-ackprio-nic bidir3-dctcp-dctcp-ackprio-nic
+       websearch-newreno-droptail-ackprio-switch websearch-dctcp-dctcp-ackprio-switch
+       bidir3-newreno-droptail-ackprio-switch bidir3-dctcp-dctcp-ackprio-switch)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
