@@ -125,6 +125,15 @@ def test_small_run_writes_documented_outputs_with_consistent_counts(tmp_path: Pa
     meta = yaml.safe_load((out / "metadata.yaml").read_text())
     assert len(flows) == meta["results"]["flows"] > 0
     assert meta["seed"] == 3 and meta["routers"]["tor0"]["queue_manager"]["capacity_pkts"] == 32
+    # The build records the commit it was built from (a commit of this repository, "-dirty" if
+    # tracked files had changes), also in --version; "unknown" only outside a git checkout.
+    commit = str(meta["git_commit"])
+    inside_git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True).returncode == 0
+    if inside_git:
+        sha = commit.removesuffix("-dirty")
+        assert len(sha) == 12, commit
+        assert subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", sha + "^{commit}"]).returncode == 0, commit
+    assert commit in run("--version").stdout
     finished = [f for f in flows if f["finished"] == "1"]
     assert len(finished) == meta["results"]["finished"]
     for f in finished:
