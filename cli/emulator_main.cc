@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
       if (!only.empty() && std::find(only.begin(), only.end(), r.variant) == only.end()) continue;
       if (!out_dir.empty()) r.output_dir = (std::filesystem::path(out_dir) / r.variant).string();
       if (cores) r.cores = cores;
-      if (!placement.empty()) r.placement = placement == "grouped" ? RouterPlacement::kGrouped : RouterPlacement::kRoundRobin;
+      if (!placement.empty()) parse_router_placement(placement, &r.placement);  // checked by --placement
       selected.push_back(&r);
     }
     // Every run's folder is checked before the first run starts: a typo in --out

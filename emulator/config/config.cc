@@ -251,10 +251,9 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.cores = static_cast<uint32_t>(get_uint(run, "cores", 1, 1, 256, file, "run"));
   c.lookahead = get_bool(run, "lookahead", true, file, "run");
   const std::string placement = get_string(run, "placement", "grouped", file, "run");
-  if (placement == "grouped") c.placement = RouterPlacement::kGrouped;
-  else if (placement == "round_robin") c.placement = RouterPlacement::kRoundRobin;
-  else throw ConfigError(where(file, run["placement"], "run.placement") + ": must be grouped or round_robin, got '" +
-                         placement + "'");
+  if (!parse_router_placement(placement, &c.placement))
+    throw ConfigError(where(file, run["placement"], "run.placement") + ": must be grouped or round_robin, got '" +
+                      placement + "'");
   const double occ_us = get_double(run, "occupancy_interval_us", 0, 0, 1e9, file, "run");
   c.occupancy_interval = occ_us > 0 ? std::max<Timeslot>(1, us_to_timeslots(occ_us, c.network)) : 0;
   c.packet_log = get_bool(run, "packet_log", false, file, "run");

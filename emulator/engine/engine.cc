@@ -204,11 +204,14 @@ std::vector<PacketEvent> Engine::events() const {
   for (const auto& c : cores_) {
     all.insert(all.end(), c->log.events().begin(), c->log.events().end());
     const auto first = all.begin() + static_cast<ptrdiff_t>(bounds.back()), last = all.end();
-    if (!std::is_sorted(first, last, by_time)) std::sort(first, last, by_key);  // not expected; still correct
-    for (auto run = first; run != last;) {
-      const auto end = std::upper_bound(run, last, *run, by_time);
-      std::sort(run, end, by_key);
-      run = end;
+    if (!std::is_sorted(first, last, by_time)) {
+      std::sort(first, last, by_key);  // not expected; still correct
+    } else {
+      for (auto run = first; run != last;) {
+        const auto end = std::upper_bound(run, last, *run, by_time);
+        std::sort(run, end, by_key);
+        run = end;
+      }
     }
     bounds.push_back(all.size());
   }

@@ -38,8 +38,7 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "arrival_timeslots" << YAML::Value << c.duration;
   y << YAML::Key << "cores" << YAML::Value << c.cores;
   y << YAML::Key << "lookahead" << YAML::Value << c.lookahead;
-  y << YAML::Key << "placement" << YAML::Value
-    << (c.placement == RouterPlacement::kGrouped ? "grouped" : "round_robin");
+  y << YAML::Key << "placement" << YAML::Value << router_placement_name(c.placement);
   y << YAML::Key << "endpoint_priority" << YAML::Value << priority_stamp_name(stamp);
   y << YAML::Key << "endpoint_ect" << YAML::Value << c.endpoint_ect;
   y << YAML::Key << "transport" << YAML::Value

@@ -47,6 +47,18 @@ struct RouterLink {
 // groups is placed round robin. Outputs never depend on it; speed does
 // (docs/performance.md).
 enum class RouterPlacement { kGrouped, kRoundRobin };
+inline const char* router_placement_name(RouterPlacement p) {
+  return p == RouterPlacement::kGrouped ? "grouped" : "round_robin";
+}
+// The placement named `name` (as router_placement_name spells it); false if none is.
+inline bool parse_router_placement(const std::string& name, RouterPlacement* out) {
+  for (RouterPlacement p : {RouterPlacement::kGrouped, RouterPlacement::kRoundRobin})
+    if (name == router_placement_name(p)) {
+      *out = p;
+      return true;
+    }
+  return false;
+}
 
 struct Topology {
   std::string kind;  // the registered kind that built it
