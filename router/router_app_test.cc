@@ -189,6 +189,10 @@ TEST_CASE("router app: routes replaced 40 times under steady load lose no packet
     any_cpu();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (int i = 0; i < 40; ++i) {
+      // Each reload under load: wait for the feeder's next 512 packets (3.2 ms at
+      // its pace), so that a feeder starved of CPU on a busy 2-core machine
+      // cannot let the 40 reloads pass with almost no traffic (seen once: 16).
+      while (sent.load() < uint32_t(i + 1) * 512) std::this_thread::sleep_for(std::chrono::microseconds(200));
       write_file(dir.path / "routes.txt", i % 2 ? routes_a : routes_b);
       const uint64_t before = app.reloads_done().load();
       const auto t0 = std::chrono::steady_clock::now();
