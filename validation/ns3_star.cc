@@ -78,6 +78,7 @@ struct Options {
   uint32_t dctcp_min_ssthresh_pkts = 0;
   bool first_sent = false;
   bool queue_bytes = false;
+  bool ack_wait = false;
   std::string out = "results/ns3";
 };
 
@@ -119,6 +120,40 @@ void DataDrop(Ptr<const QueueDiscItem> item) {
 }
 void DataMark(Ptr<const QueueDiscItem> item, const char*) {
   if (item->GetSize() > kHeaderOnlyBytes) ++data_marks;
+}
+
+// --ack-wait: how long each header-only segment (pure ACKs, mostly) waits
+// in the host NIC it leaves by and in the switch port it crosses, from the
+// queue disc's enqueue to the start of its transmission, in timeslots.
+// flexplane's `ack_queueing: delay` computes the same two waits from the
+// backlogs (summary.yaml's ack_queueing block); this is the reference for
+// them. Keyed by packet uid: ns-3 keeps it across header changes.
+struct WaitLog {
+  std::unordered_map<uint64_t, double> since;  // uid -> enqueue time (s)
+  std::vector<double> waits;                   // timeslots
+};
+WaitLog nic_acks, switch_acks;
+void AckEnqueue(WaitLog* log, Ptr<const QueueDiscItem> item) {
+  if (item->GetSize() <= kHeaderOnlyBytes) log->since[item->GetPacket()->GetUid()] = Simulator::Now().GetSeconds();
+}
+void AckTxBegin(WaitLog* log, Ptr<const Packet> frame) {
+  if (frame->GetSize() > kHeaderOnlyBytes) return;
+  const auto it = log->since.find(frame->GetUid());
+  if (it == log->since.end()) return;
+  log->waits.push_back((Simulator::Now().GetSeconds() - it->second) / timeslot_s);
+  log->since.erase(it);
+}
+// "name: {count, mean, p50, p90, p99, max}" in timeslots.
+std::string WaitSummary(std::vector<double> w) {
+  if (w.empty()) return "{count: 0}";
+  std::sort(w.begin(), w.end());
+  double sum = 0;
+  for (double x : w) sum += x;
+  auto q = [&](double p) { return w[std::min(w.size() - 1, static_cast<size_t>(p * (w.size() - 1) + 0.5))]; };
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "{count: %zu, mean: %.2f, p50: %.2f, p90: %.2f, p99: %.2f, max: %.2f}", w.size(),
+                sum / w.size(), q(0.5), q(0.9), q(0.99), w.back());
+  return buf;
 }
 
 // --dctcp-min-ssthresh-pkts: ns-3.37's TcpDctcp sets ssthresh (and so cwnd
@@ -355,6 +390,10 @@ int main(int argc, char* argv[]) {
                opt.queue_bytes);
   cmd.AddValue("first-sent", "write first_sent_us (each flow's first data segment on its sender's wire)",
                opt.first_sent);
+  cmd.AddValue("ack-wait",
+               "write ack_wait_nic / ack_wait_switch to summary.yaml: header-only segments' waits in host NICs and "
+               "switch ports (timeslots; count, mean, percentiles)",
+               opt.ack_wait);
   cmd.AddValue("trace-flow", "diagnostic: print this flow's transmissions and state changes on stderr", trace_flow);
   cmd.AddValue("out", "output folder (flows.csv, occupancy.csv, counters.csv, summary.yaml)", opt.out);
   cmd.Parse(argc, argv);
@@ -473,6 +512,12 @@ int main(int argc, char* argv[]) {
     if (opt.first_sent || trace_flow >= 0)  // a parse of every frame: off for the speed comparison
       devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&HostTx, i));
     QueueDiscContainer q = switch_tc.Install(devs.Get(1));
+    if (opt.ack_wait) {
+      host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&AckEnqueue, &nic_acks));
+      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &nic_acks));
+      q.Get(0)->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&AckEnqueue, &switch_acks));
+      devs.Get(1)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &switch_acks));
+    }
     // The data queue: occupancy, drops and marks are read there (the ACK band's are not counted).
     Ptr<QueueDisc> data = ack_first_switch ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);
     switch_qdiscs.push_back(data);
@@ -563,7 +608,10 @@ int main(int argc, char* argv[]) {
           << "\nqueue_bytes: " << (opt.queue_bytes ? "true" : "false") << "\nflows: " << flows.size()
           << "\nfinished: " << finished << "\nswitch_drops: " << drops
           << "\nswitch_marks: " << marks << "\nswitch_drops_data: " << data_drops
-          << "\nswitch_marks_data: " << data_marks << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";
+          << "\nswitch_marks_data: " << data_marks;
+  if (opt.ack_wait)
+    summary << "\nack_wait_nic: " << WaitSummary(nic_acks.waits) << "\nack_wait_switch: " << WaitSummary(switch_acks.waits);
+  summary << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";
   std::cout << "ns3_star: " << finished << "/" << flows.size() << " flows finished in " << sim_end * 1e3
             << " ms simulated, " << wall << " s wall; switch drops " << drops << ", marks " << marks << "\n";
   Simulator::Destroy();

@@ -50,19 +50,25 @@ for s in websearch-newreno-droptail websearch-dctcp-dctcp bidir3-newreno-droptai
   for at in nic switch; do ARGS[$s-ackprio-$at]="${ARGS[$s]} --ack-priority=true --ack-priority-at=$at"; done
 done
 # -floor2: DCTCP's ssthresh floored at 2 segments, as in Linux (ns-3.37 has no floor).
-for s in websearch-dctcp-dctcp websearch-dctcp-dctcp-preconnect-ackprio; do
+for s in websearch-dctcp-dctcp websearch-dctcp-dctcp-preconnect websearch-dctcp-dctcp-preconnect-ackprio; do
   ARGS[$s-floor2]="${ARGS[$s]} --dctcp-min-ssthresh-pkts=2"
+done
+# -ackwait: the same run, also measuring each ACK's wait in the host NIC and the switch port
+# (summary.yaml's ack_wait_*; tracing only, the flows are the base scenario's).
+for s in websearch-dctcp-dctcp websearch-newreno-droptail websearch-dctcp-dctcp-preconnect-floor2 bidir3-dctcp-dctcp; do
+  ARGS[$s-ackwait]="${ARGS[$s]} --ack-wait=true"
 done
 ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-droptail-preconnect
        websearch-dctcp-dctcp-preconnect incast-newreno-droptail incast-dctcp-dctcp bidir3-newreno-droptail
        bidir3-dctcp-dctcp websearch-newreno-droptail-ackprio websearch-dctcp-dctcp-ackprio
        websearch-newreno-droptail-preconnect-ackprio websearch-dctcp-dctcp-preconnect-ackprio
        bidir3-newreno-droptail-ackprio bidir3-dctcp-dctcp-ackprio websearch-dctcp-dctcp-floor2
-       websearch-dctcp-dctcp-preconnect-ackprio-floor2 websearch-newreno-droptail-bytes websearch-dctcp-dctcp-bytes
+       websearch-dctcp-dctcp-preconnect-floor2 websearch-dctcp-dctcp-preconnect-ackprio-floor2 websearch-newreno-droptail-bytes websearch-dctcp-dctcp-bytes
        bidir3-newreno-droptail-bytes bidir3-dctcp-dctcp-bytes websearch-newreno-droptail-ackprio-nic
        websearch-dctcp-dctcp-ackprio-nic bidir3-newreno-droptail-ackprio-nic bidir3-dctcp-dctcp-ackprio-nic
        websearch-newreno-droptail-ackprio-switch websearch-dctcp-dctcp-ackprio-switch
-       bidir3-newreno-droptail-ackprio-switch bidir3-dctcp-dctcp-ackprio-switch)
+       bidir3-newreno-droptail-ackprio-switch bidir3-dctcp-dctcp-ackprio-switch websearch-dctcp-dctcp-ackwait
+       websearch-newreno-droptail-ackwait websearch-dctcp-dctcp-preconnect-floor2-ackwait bidir3-dctcp-dctcp-ackwait)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 

@@ -83,6 +83,13 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
     y << YAML::Key << "mean_wait_timeslots" << YAML::Value << mean(a.waited);
     y << YAML::Key << "mean_nic_wait_timeslots" << YAML::Value << mean(a.waited_nic);
     y << YAML::Key << "max_wait_timeslots" << YAML::Value << a.max_wait;
+    for (const auto& [name, h] :
+         {std::pair{"nic_wait_timeslots", &a.nic_waits}, std::pair{"port_wait_timeslots", &a.port_waits}}) {
+      y << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [label, p] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99}})
+        y << YAML::Key << label << YAML::Value << h->percentile(p);
+      y << YAML::EndMap;
+    }
     y << YAML::Key << "unqueued" << YAML::Value << a.unqueued;
     y << YAML::EndMap;
   }

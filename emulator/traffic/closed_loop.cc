@@ -1,5 +1,6 @@
 // Closed-loop flow traffic: the source, the sink and the ACK channels between
 // endpoint groups (design in closed_loop.h and docs/transports.md).
+#include <cmath>
 #include "emulator/traffic/closed_loop.h"
 
 #include <algorithm>
@@ -30,6 +31,30 @@ AckQueueing parse_ack_queueing(const std::string& s, const std::string& where) {
   if (s == "delay") return AckQueueing::kDelay;
   if (s == "delay_and_loss") return AckQueueing::kDelayAndLoss;
   throw ConfigError(where + ": unknown ack_queueing '" + s + "' (known: none, delay, delay_and_loss)");
+}
+
+void WaitHistogram::merge(const WaitHistogram& o) {
+  if (o.counts.size() > counts.size()) counts.resize(o.counts.size(), 0);
+  for (size_t w = 0; w < o.counts.size(); ++w) counts[w] += o.counts[w];
+}
+
+uint64_t WaitHistogram::total() const {
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  return n;
+}
+
+uint64_t WaitHistogram::percentile(double p) const {
+  const uint64_t n = total();
+  if (n == 0) return 0;
+  // Nearest rank: the smallest w with at least ceil(p * n) ACKs at or below it.
+  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p * static_cast<double>(n))));
+  uint64_t seen = 0;
+  for (size_t w = 0; w < counts.size(); ++w) {
+    seen += counts[w];
+    if (seen >= rank) return w;
+  }
+  return counts.size() - 1;
 }
 
 const char* ack_queueing_name(AckQueueing a) {
@@ -450,6 +475,8 @@ class ClosedLoopSink final : public TrafficSink {
     st.waited += nic + backlog;
     st.waited_nic += nic;
     st.max_wait = std::max<uint64_t>(st.max_wait, nic + backlog);
+    st.nic_waits.add(nic);
+    st.port_waits.add(backlog);
     return true;
   }
 

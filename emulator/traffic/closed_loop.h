@@ -27,6 +27,7 @@
 //   the earliest ACK that can still reach it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -68,6 +69,22 @@ struct TransportConfig {
   bool ack_queueing_nic = true;  // with ack_queueing: the ACK also waits behind its receiver's NIC FIFO
 };
 
+// ACK waits in timeslots, one count per value: exact percentiles for
+// waits below kCap (78 ms at 10 Gbit/s); longer ones count in the last bin.
+struct WaitHistogram {
+  static constexpr uint64_t kCap = 1u << 16;
+  std::vector<uint64_t> counts;  // counts[w]: ACKs that waited w timeslots
+
+  void add(uint64_t w) {
+    w = std::min(w, kCap - 1);
+    if (w >= counts.size()) counts.resize(w + 1, 0);
+    ++counts[w];
+  }
+  void merge(const WaitHistogram& o);
+  uint64_t total() const;
+  uint64_t percentile(double p) const;  // the nearest-rank p-quantile (0 < p <= 1); 0 when empty
+};
+
 // What the ACK queueing did, summed over the receivers' groups.
 struct AckQueueStats {
   uint64_t acks = 0;        // ACKs produced (lost ones included)
@@ -76,6 +93,8 @@ struct AckQueueStats {
   uint64_t waited_nic = 0;  // ... of which in the receivers' NIC FIFOs
   uint64_t max_wait = 0;    // the longest
   uint64_t unqueued = 0;    // ACKs with no route back from their destination's ToR (no port to read): fixed latency
+  WaitHistogram nic_waits;   // per ACK that went on: its wait in the receiver's NIC FIFO
+  WaitHistogram port_waits;  // ... in its first reverse port
 };
 
 // Per flow, written by the source's core; read after the run.

@@ -76,6 +76,24 @@ TEST_CASE("closed loop: a flow alone finishes in its ideal time, every transport
   }
 }
 
+TEST_CASE("closed loop: ACK wait histogram percentiles", "[traffic][transports]") {
+  WaitHistogram h;
+  REQUIRE(h.percentile(0.5) == 0);  // empty
+  for (uint64_t w : {5, 1, 3, 3, 100}) h.add(w);
+  REQUIRE(h.total() == 5);
+  REQUIRE(h.percentile(0.2) == 1);  // nearest rank: 1st of 1, 3, 3, 5, 100
+  REQUIRE(h.percentile(0.5) == 3);  // 3rd
+  REQUIRE(h.percentile(0.8) == 5);  // 4th
+  REQUIRE(h.percentile(0.99) == 100);
+  WaitHistogram g;
+  g.add(WaitHistogram::kCap + 7);  // beyond the exact range: the last bin
+  REQUIRE(g.percentile(1.0) == WaitHistogram::kCap - 1);
+  h.merge(g);
+  REQUIRE(h.total() == 6);
+  REQUIRE(h.percentile(0.5) == 3);
+  REQUIRE(h.percentile(1.0) == WaitHistogram::kCap - 1);
+}
+
 TEST_CASE("closed loop: an ACK waits for the backlog of its reverse port (ack_queueing)", "[traffic][transports]") {
   // single_rack of 4, latency 1. Cross traffic: 2 -> 0 and 3 -> 0, 10 packets each, both sent
   // at t = 0..9 (IW 10): two arrivals and one departure per timeslot at port 0, so its
@@ -110,6 +128,14 @@ TEST_CASE("closed loop: an ACK waits for the backlog of its reverse port (ack_qu
   // Waits: the test flow's ACKs at t = 10..19 find 10, 9, ..., 1, seq 10's at 24 finds 0; the
   // cross traffic's ACK ports (2 and 3) are empty.
   REQUIRE(delay.acks.waited == 55);
+  // Per ACK: 21 waited nothing in the port, the test flow's ten 1..10 each; no NIC wait read.
+  REQUIRE(delay.acks.port_waits.total() == 31);
+  REQUIRE(delay.acks.port_waits.counts[0] == 21);
+  REQUIRE(delay.acks.port_waits.percentile(0.5) == 0);
+  REQUIRE(delay.acks.port_waits.percentile(0.9) == 7);  // rank 28 of 31
+  REQUIRE(delay.acks.port_waits.percentile(0.99) == 10);
+  REQUIRE(delay.acks.nic_waits.total() == 31);
+  REQUIRE(delay.acks.nic_waits.percentile(0.99) == 0);
   const Result prop = run(topo, flows, "droptail", {}, with(AckLatency::kPropagation, AckQueueing::kDelay), 1, true, 3000);
   REQUIRE(prop.states[2].finish == 23);
   // With the receiver's NIC: endpoint 1's NIC is empty, so the test flow is unchanged; the
@@ -120,6 +146,9 @@ TEST_CASE("closed loop: an ACK waits for the backlog of its reverse port (ack_qu
   REQUIRE(nic.states[2].finish == 24);
   REQUIRE(nic.acks.waited_nic == 45);
   REQUIRE(nic.acks.waited == 55 + 45);
+  REQUIRE(nic.acks.nic_waits.counts[0] == 22);
+  REQUIRE(nic.acks.nic_waits.percentile(0.9) == 6);  // rank 28: 22 zeros, then 1..6
+  REQUIRE(nic.acks.nic_waits.percentile(1.0) == 9);
 
   // Loss: with 8-packet ports, port 0 holds 8 packets before its departure at t = 8..10 (one
   // arrival refused each timeslot) and 7 after it. The ACK produced at t = 10 is lost there; the

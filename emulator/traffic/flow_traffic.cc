@@ -175,6 +175,8 @@ AckQueueStats FlowTraffic::ack_queue_stats() const {
     sum.waited_nic += s.waited_nic;
     sum.max_wait = std::max(sum.max_wait, s.max_wait);
     sum.unqueued += s.unqueued;
+    sum.nic_waits.merge(s.nic_waits);
+    sum.port_waits.merge(s.port_waits);
   }
   return sum;
 }
