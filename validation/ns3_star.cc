@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -78,6 +79,7 @@ struct Options {
   uint32_t dctcp_min_ssthresh_pkts = 0;
   bool first_sent = false;
   bool queue_bytes = false;
+  bool sack = false;
   bool ack_wait = false;
   std::string out = "results/ns3";
 };
@@ -96,6 +98,8 @@ struct Flow {
   // trace): CA_LOSS = a retransmission timeout, CA_RECOVERY = a fast
   // retransmit, CA_CWR = an ECN window reduction.
   uint32_t timeouts = 0, fast_recoveries = 0, cwr = 0;
+  uint64_t nic_key = 0;                // (source address, port): its segments in nic_queued
+  uint32_t timeouts_with_data_in_nic = 0;  // --ack-wait: RTOs while a segment of it waited in its NIC
 };
 
 Options opt;
@@ -127,21 +131,62 @@ void DataMark(Ptr<const QueueDiscItem> item, const char*) {
 // queue disc's enqueue to the start of its transmission, in timeslots.
 // flexplane's `ack_queueing: delay` computes the same two waits from the
 // backlogs (summary.yaml's ack_queueing block); this is the reference for
-// them. Keyed by packet uid: ns-3 keeps it across header changes.
+// them. ACKs are keyed by packet uid (each is a new packet). Data segments'
+// waits in the host NICs are logged too, keyed by (source address, port,
+// sequence number), first in first out: ns-3 cuts segments out of the
+// application's writes, and fragments share their write's uid.
 struct WaitLog {
-  std::unordered_map<uint64_t, double> since;  // uid -> enqueue time (s)
-  std::vector<double> waits;                   // timeslots
+  bool data = false;                                        // data segments, or header-only ones
+  std::unordered_map<uint64_t, std::deque<double>> since;  // key -> enqueue times (s), oldest first
+  std::vector<double> waits;                               // timeslots
 };
-WaitLog nic_acks, switch_acks;
+WaitLog nic_acks, switch_acks, nic_data{true};
+std::unordered_map<uint64_t, uint32_t> nic_queued;  // flow (FlowKey) -> its data segments in its host's NIC
+std::unordered_map<uint64_t, uint32_t> frames_sent;  // flow (FlowKey) -> data frames its host sent (retransmissions included)
+uint64_t FlowKey(Ipv4Address src, uint16_t port) { return (uint64_t{src.Get()} << 16) | port; }
+uint64_t DataKey(Ipv4Address src, const TcpHeader& tcp) {
+  return (uint64_t{src.Get()} << 32) ^ (uint64_t{tcp.GetSourcePort()} << 48) ^ tcp.GetSequenceNumber().GetValue();
+}
 void AckEnqueue(WaitLog* log, Ptr<const QueueDiscItem> item) {
-  if (item->GetSize() <= kHeaderOnlyBytes) log->since[item->GetPacket()->GetUid()] = Simulator::Now().GetSeconds();
+  if ((item->GetSize() > kHeaderOnlyBytes) != log->data) return;
+  uint64_t key = item->GetPacket()->GetUid();
+  if (log->data) {
+    Ptr<const Ipv4QueueDiscItem> ip = DynamicCast<const Ipv4QueueDiscItem>(item);
+    TcpHeader tcp;
+    if (!ip || ip->GetHeader().GetProtocol() != 6 || !item->GetPacket()->PeekHeader(tcp)) return;
+    key = DataKey(ip->GetHeader().GetSource(), tcp);
+    ++nic_queued[FlowKey(ip->GetHeader().GetSource(), tcp.GetSourcePort())];
+    if (trace_flow >= 0) {
+      const auto h = host_by_ip.find(ip->GetHeader().GetSource().Get());
+      const auto f = h == host_by_ip.end() ? flow_by_src_port.end() : flow_by_src_port.find({h->second, tcp.GetSourcePort()});
+      if (f != flow_by_src_port.end() && int(f->second) == trace_flow)
+        std::cerr << "Q " << Simulator::Now().GetMicroSeconds() << " seq " << tcp.GetSequenceNumber() << " nic "
+                  << host_qdiscs[h->second]->GetNPackets() << "\n";
+    }
+  }
+  log->since[key].push_back(Simulator::Now().GetSeconds());
 }
 void AckTxBegin(WaitLog* log, Ptr<const Packet> frame) {
-  if (frame->GetSize() > kHeaderOnlyBytes) return;
-  const auto it = log->since.find(frame->GetUid());
+  if ((frame->GetSize() > kHeaderOnlyBytes) != log->data) return;
+  uint64_t key = frame->GetUid();
+  if (log->data) {
+    Ptr<Packet> p = frame->Copy();
+    PppHeader ppp;
+    Ipv4Header ip;
+    TcpHeader tcp;
+    p->RemoveHeader(ppp);
+    p->RemoveHeader(ip);
+    if (ip.GetProtocol() != 6) return;
+    p->RemoveHeader(tcp);
+    key = DataKey(ip.GetSource(), tcp);
+    --nic_queued[FlowKey(ip.GetSource(), tcp.GetSourcePort())];
+    ++frames_sent[FlowKey(ip.GetSource(), tcp.GetSourcePort())];
+  }
+  const auto it = log->since.find(key);
   if (it == log->since.end()) return;
-  log->waits.push_back((Simulator::Now().GetSeconds() - it->second) / timeslot_s);
-  log->since.erase(it);
+  log->waits.push_back((Simulator::Now().GetSeconds() - it->second.front()) / timeslot_s);
+  it->second.pop_front();
+  if (it->second.empty()) log->since.erase(it);
 }
 // "name: {count, mean, p50, p90, p99, max}" in timeslots.
 std::string WaitSummary(std::vector<double> w) {
@@ -260,7 +305,10 @@ void ConnectFailed(Ptr<Socket> s) {
 
 void CongState(uint32_t id, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now) {
   Flow& f = flows[id];
-  if (now == TcpSocketState::CA_LOSS) ++f.timeouts;
+  if (now == TcpSocketState::CA_LOSS) {
+    ++f.timeouts;
+    if (opt.ack_wait && nic_queued[f.nic_key] > 0) ++f.timeouts_with_data_in_nic;
+  }
   if (now == TcpSocketState::CA_RECOVERY) ++f.fast_recoveries;
   if (now == TcpSocketState::CA_CWR) ++f.cwr;
   if (int(id) == trace_flow)
@@ -279,6 +327,7 @@ void OpenFlow(uint32_t id) {
   f.socket->GetSockName(local);
   const uint16_t port = InetSocketAddress::ConvertFrom(local).GetPort();
   flow_by_src_port[{f.spec.src, port}] = id;
+  f.nic_key = FlowKey(src->GetObject<Ipv4>()->GetAddress(1, 0).GetLocal(), port);
   flow_by_socket[PeekPointer(f.socket)] = id;
   f.socket->SetConnectCallback(MakeCallback(&Connected), MakeCallback(&ConnectFailed));
   f.socket->SetSendCallback(MakeCallback(&Pump));
@@ -388,6 +437,11 @@ int main(int argc, char* argv[]) {
                "size switch queues and K in bytes (capacity and K that many full data packets; an ACK counts its "
                "40 bytes) instead of packets (an ACK counts as a packet)",
                opt.queue_bytes);
+  cmd.AddValue("sack",
+               "SACK on (off by default, as flexplane's senders have none). Without SACK ns-3.37 guesses a "
+               "scoreboard from duplicate ACKs (TcpTxBuffer::AddRenoSack); after spurious duplicates it marks "
+               "each new head lost and resends it, which Linux's NewReno does not (docs/validation.md)",
+               opt.sack);
   cmd.AddValue("first-sent", "write first_sent_us (each flow's first data segment on its sender's wire)",
                opt.first_sent);
   cmd.AddValue("ack-wait",
@@ -453,7 +507,7 @@ int main(int argc, char* argv[]) {
   Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1u << 26));
   Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(MicroSeconds(opt.min_rto_us)));
   Config::SetDefault("ns3::TcpSocket::DataRetries", UintegerValue(1000));
-  Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
+  Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(opt.sack));
   Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
   Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MicroSeconds(opt.min_rto_us)));
   Config::SetDefault("ns3::TcpSocketBase::ClockGranularity", TimeValue(Seconds(timeslot_s)));
@@ -517,6 +571,8 @@ int main(int argc, char* argv[]) {
       devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &nic_acks));
       q.Get(0)->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&AckEnqueue, &switch_acks));
       devs.Get(1)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &switch_acks));
+      host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&AckEnqueue, &nic_data));
+      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &nic_data));
     }
     // The data queue: occupancy, drops and marks are read there (the ACK band's are not counted).
     Ptr<QueueDisc> data = ack_first_switch ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);
@@ -562,7 +618,7 @@ int main(int argc, char* argv[]) {
   std::ofstream out(opt.out + "/flows.csv");
   out << "flow_id,src,dst,size_pkts,size_bytes,start_timeslot,start_us,connected_us,finish_us,fct_us,"
          "ideal_fct_us,slowdown,fct_with_handshake_us,finished,timeouts,fast_recoveries,ecn_reductions,"
-         "first_sent_us\n";
+         "first_sent_us,data_frames,timeouts_with_data_in_nic\n";
   const double ts_us = timeslot_s * 1e6;
   for (const Flow& f : flows) {
     const double start_us = f.spec.start * ts_us;
@@ -582,6 +638,9 @@ int main(int argc, char* argv[]) {
     }
     out << ',' << f.timeouts << ',' << f.fast_recoveries << ',' << f.cwr << ',';
     if (f.first_sent_s >= 0) out << f.first_sent_s * 1e6;
+    out << ',';
+    if (opt.ack_wait) out << frames_sent[f.nic_key] << ',' << f.timeouts_with_data_in_nic;
+    else out << ',';
     out << '\n';
   }
 
@@ -604,13 +663,19 @@ int main(int argc, char* argv[]) {
           << "\ntimeslot_ns: " << timeslot_s * 1e9 << "\nmin_rto_us: " << opt.min_rto_us
           << "\npreconnect: " << (opt.preconnect ? "true" : "false")
           << "\nack_priority: " << (opt.ack_priority ? opt.ack_priority_at : std::string("false"))
-          << "\ndctcp_min_ssthresh_pkts: " << opt.dctcp_min_ssthresh_pkts
+          << "\ndctcp_min_ssthresh_pkts: " << opt.dctcp_min_ssthresh_pkts << "\nsack: " << (opt.sack ? "true" : "false")
           << "\nqueue_bytes: " << (opt.queue_bytes ? "true" : "false") << "\nflows: " << flows.size()
           << "\nfinished: " << finished << "\nswitch_drops: " << drops
           << "\nswitch_marks: " << marks << "\nswitch_drops_data: " << data_drops
           << "\nswitch_marks_data: " << data_marks;
   if (opt.ack_wait)
-    summary << "\nack_wait_nic: " << WaitSummary(nic_acks.waits) << "\nack_wait_switch: " << WaitSummary(switch_acks.waits);
+    summary << "\nack_wait_nic: " << WaitSummary(nic_acks.waits) << "\nack_wait_switch: " << WaitSummary(switch_acks.waits)
+            << "\ndata_wait_nic: " << WaitSummary(nic_data.waits);
+  if (opt.ack_wait) {
+    uint64_t busy = 0;
+    for (const Flow& f : flows) busy += f.timeouts_with_data_in_nic;
+    summary << "\ntimeouts_with_data_in_nic: " << busy;
+  }
   summary << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";
   std::cout << "ns3_star: " << finished << "/" << flows.size() << " flows finished in " << sim_end * 1e3
             << " ms simulated, " << wall << " s wall; switch drops " << drops << ", marks " << marks << "\n";

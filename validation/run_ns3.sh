@@ -58,6 +58,14 @@ done
 for s in websearch-dctcp-dctcp websearch-newreno-droptail websearch-dctcp-dctcp-preconnect-floor2 bidir3-dctcp-dctcp; do
   ARGS[$s-ackwait]="${ARGS[$s]} --ack-wait=true"
 done
+# -sack: SACK on, so ns-3 keeps a real scoreboard instead of guessing one from duplicate ACKs
+# (with --ack-wait: data_frames per flow, retransmissions included).
+for s in websearch-dctcp-dctcp websearch-dctcp-dctcp-preconnect websearch-dctcp-dctcp-preconnect-floor2 \
+         websearch-dctcp-dctcp-preconnect-ackprio websearch-dctcp-dctcp-preconnect-ackprio-floor2 \
+         websearch-newreno-droptail websearch-newreno-droptail-preconnect \
+         bidir3-dctcp-dctcp bidir3-newreno-droptail incast-dctcp-dctcp incast-newreno-droptail; do
+  ARGS[$s-sack]="${ARGS[$s]} --sack=true --ack-wait=true"
+done
 ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-droptail-preconnect
        websearch-dctcp-dctcp-preconnect incast-newreno-droptail incast-dctcp-dctcp bidir3-newreno-droptail
        bidir3-dctcp-dctcp websearch-newreno-droptail-ackprio websearch-dctcp-dctcp-ackprio
@@ -68,7 +76,12 @@ ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-dropta
        websearch-dctcp-dctcp-ackprio-nic bidir3-newreno-droptail-ackprio-nic bidir3-dctcp-dctcp-ackprio-nic
        websearch-newreno-droptail-ackprio-switch websearch-dctcp-dctcp-ackprio-switch
        bidir3-newreno-droptail-ackprio-switch bidir3-dctcp-dctcp-ackprio-switch websearch-dctcp-dctcp-ackwait
-       websearch-newreno-droptail-ackwait websearch-dctcp-dctcp-preconnect-floor2-ackwait bidir3-dctcp-dctcp-ackwait)
+       websearch-newreno-droptail-ackwait websearch-dctcp-dctcp-preconnect-floor2-ackwait bidir3-dctcp-dctcp-ackwait
+       websearch-dctcp-dctcp-sack websearch-dctcp-dctcp-preconnect-sack websearch-dctcp-dctcp-preconnect-floor2-sack
+       websearch-dctcp-dctcp-preconnect-ackprio-sack websearch-dctcp-dctcp-preconnect-ackprio-floor2-sack
+       websearch-newreno-droptail-sack
+       websearch-newreno-droptail-preconnect-sack bidir3-dctcp-dctcp-sack bidir3-newreno-droptail-sack
+       incast-dctcp-dctcp-sack incast-newreno-droptail-sack)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 

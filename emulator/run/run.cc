@@ -73,6 +73,24 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "losses" << YAML::Value << YAML::BeginMap;  // outside any queue: losses.csv
   for (const auto& k : s.losses.kinds) y << YAML::Key << k.name << YAML::Value << k.packets;
   y << YAML::EndMap;
+  // p50 / p90 / p99 of a wait histogram, as one flow map.
+  auto percentiles = [&](const char* name, const WaitHistogram& h) {
+    y << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [label, p] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99}})
+      y << YAML::Key << label << YAML::Value << h.percentile(p);
+    y << YAML::EndMap;
+  };
+  if (c.transport.enabled) {  // data segments' waits in their senders' NICs
+    const NicWaitStats& n = s.nic_wait;
+    y << YAML::Key << "nic_queueing" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "segments" << YAML::Value << n.segments;
+    y << YAML::Key << "mean_wait_timeslots" << YAML::Value
+      << (n.segments ? static_cast<double>(n.waited) / static_cast<double>(n.segments) : 0.0);
+    y << YAML::Key << "max_wait_timeslots" << YAML::Value << n.max_wait;
+    percentiles("wait_timeslots", n.waits);
+    y << YAML::Key << "timeouts_with_data_in_nic" << YAML::Value << n.timeouts_with_data_in_nic;
+    y << YAML::EndMap;
+  }
   if (c.transport.enabled && c.transport.ack_queueing != AckQueueing::kNone) {
     const AckQueueStats& a = s.ack_queue;
     const uint64_t went_on = a.acks - a.lost;  // the waits are summed over these
@@ -83,13 +101,8 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
     y << YAML::Key << "mean_wait_timeslots" << YAML::Value << mean(a.waited);
     y << YAML::Key << "mean_nic_wait_timeslots" << YAML::Value << mean(a.waited_nic);
     y << YAML::Key << "max_wait_timeslots" << YAML::Value << a.max_wait;
-    for (const auto& [name, h] :
-         {std::pair{"nic_wait_timeslots", &a.nic_waits}, std::pair{"port_wait_timeslots", &a.port_waits}}) {
-      y << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto& [label, p] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99}})
-        y << YAML::Key << label << YAML::Value << h->percentile(p);
-      y << YAML::EndMap;
-    }
+    percentiles("nic_wait_timeslots", a.nic_waits);
+    percentiles("port_wait_timeslots", a.port_waits);
     y << YAML::Key << "unqueued" << YAML::Value << a.unqueued;
     y << YAML::EndMap;
   }
@@ -133,6 +146,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   s.router_packet_hops = engine.router_packet_hops();
   s.offered_load = wstats.offered_load;
   s.ack_queue = traffic.ack_queue_stats();
+  s.nic_wait = traffic.nic_wait_stats();
   std::vector<uint32_t> lost(flows.size(), 0);
   for (uint32_t core = 0; core < opt.cores; ++core)  // counts: no need to merge and sort millions of drops
     for (const auto& e : engine.core_events(core))

@@ -22,6 +22,7 @@ struct RunSummary {
   Losses losses;                       // the drops outside queues, and misdelivered packets, by kind
   uint64_t router_packet_hops = 0;
   AckQueueStats ack_queue;             // closed loop with transport.ack_queueing; zeros otherwise
+  NicWaitStats nic_wait;               // closed loop; zeros otherwise
   Timeslot timeslots = 0;
   double wall_seconds = 0;
   double offered_load = 0;

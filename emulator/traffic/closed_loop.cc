@@ -82,6 +82,7 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
 
   progress.reset(new GroupProgress[num_groups]);
   ack_stats.reset(new GroupAckStats[num_groups]);
+  nic_stats.reset(new GroupNicStats[num_groups]);
   ack_queueing = config.ack_queueing;
   tor.assign(num_groups, nullptr);
   arrival_index.assign(flows.size(), 0);
@@ -168,6 +169,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       if (local_of_[f.src] >= 0) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of_[f.src]), local_of_[f.dst] < 0});
     senders_.resize(arrivals_.size());
     queued_timer_.assign(arrivals_.size(), kNever);
+    in_nic_.assign(arrivals_.size(), 0);
     next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
     for (size_t i = arrivals_.size(); i-- > 0;)
       next_remote_start_[i] = arrivals_[i].remote ? sh.flows[arrivals_[i].flow].start : next_remote_start_[i + 1];
@@ -194,7 +196,9 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       if (queued_timer_[t.arrival] != t.deadline) continue;  // superseded
       queued_timer_[t.arrival] = kNever;
       if (TcpSender* s = senders_[t.arrival].get()) {
+        const uint64_t before = s->stats().timeouts;
         s->on_timer(now);
+        if (s->stats().timeouts != before && in_nic_[t.arrival] > 0) ++sh_.nic_stats[group_].s.timeouts_with_data_in_nic;
         after_event(t.arrival, now);
       }
     }
@@ -228,7 +232,13 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
         p.custom[0] = stamping_.slack_ns;
         local[n++] = l;
         if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
+        NicWaitStats& ns = sh_.nic_stats[group_].s;
+        ++ns.segments;
+        ns.waited += now - e.queued;
+        ns.max_wait = std::max<uint64_t>(ns.max_wait, now - e.queued);
+        ns.waits.add(now - e.queued);
         remote_queued_ -= e.remote;
+        --in_nic_[arrival_of(e.flow)];
         if (++nic.head == nic.queue.size()) {
           nic.queue.clear();
           nic.head = 0;
@@ -266,6 +276,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     uint32_t flow;
     Segment seg;
     bool remote;
+    Timeslot queued;  // joined the FIFO (NicWaitStats)
   };
   struct Nic {
     std::vector<NicEntry> queue;  // FIFO from head
@@ -339,7 +350,8 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     Nic& nic = nics_[ar.local];
     while (const std::optional<Segment> seg = s.next_send(now)) {
       if (nic.queue.size() == nic.head) busy_bit(ar.local);
-      nic.queue.push_back({ar.flow, *seg, ar.remote});
+      nic.queue.push_back({ar.flow, *seg, ar.remote, now});
+      ++in_nic_[a];
       remote_queued_ += ar.remote;
     }
     if (s.done()) {
@@ -377,6 +389,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   std::vector<Timeslot> next_remote_start_;
   std::vector<std::unique_ptr<TcpSender>> senders_;  // by arrival; null before start and after done
   std::vector<Timeslot> queued_timer_;                // by arrival: the live heap entry's deadline
+  std::vector<uint32_t> in_nic_;                      // by arrival: its segments in its endpoint's NIC
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>> timers_;
   std::priority_queue<AckMsg, std::vector<AckMsg>, AckLater> pending_;
   std::vector<AckMsg> pending_buffer_;

@@ -65,6 +65,11 @@ struct alignas(64) GroupAckStats {
   AckQueueStats s;
 };
 
+// Written by a group's source (its core only).
+struct alignas(64) GroupNicStats {
+  NicWaitStats s;
+};
+
 // ACKs between a group's own endpoints: written by its sink, read by its
 // source, both on the group's core.
 struct LocalAcks {
@@ -97,6 +102,7 @@ struct ClosedLoopShared {
   bool ack_wait_nic = true;             // ACK queueing: also behind the receiver's own NIC FIFO
   std::vector<const NicBacklog*> nics;  // by group: its source's NICs (set by the source, read by the group's sink)
   std::unique_ptr<GroupAckStats[]> ack_stats;           // by group
+  std::unique_ptr<GroupNicStats[]> nic_stats;           // by group
   std::unique_ptr<GroupProgress[]> progress;            // by group
   std::vector<LocalAcks> local;                         // by group
   std::vector<std::unique_ptr<AckChannel>> channels;    // [writer group * num_groups + reader group]; null: unused

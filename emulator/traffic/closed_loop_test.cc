@@ -31,6 +31,7 @@ struct Result {
   std::vector<SenderOutcome> outcomes;
   uint64_t unexpected = 0;
   AckQueueStats acks;
+  NicWaitStats nic;
 };
 
 Result run(const Topology& topo, const FlowList& flows, const std::string& scheme,
@@ -48,7 +49,7 @@ Result run(const Topology& topo, const FlowList& flows, const std::string& schem
   Engine engine(topo, routers_for(topo, scheme, qm), traffic, opt);
   engine.run(end);
   return {engine.events(), engine.occupancy(), traffic.states(), traffic.sender_outcomes(),
-          traffic.unexpected_arrivals(), traffic.ack_queue_stats()};
+          traffic.unexpected_arrivals(), traffic.ack_queue_stats(), traffic.nic_wait_stats()};
 }
 
 uint64_t drops(const Result& r) {
@@ -73,6 +74,17 @@ TEST_CASE("closed loop: a flow alone finishes in its ideal time, every transport
     REQUIRE(r.outcomes[0].segments_sent == 40);
     REQUIRE(r.outcomes[0].retransmits == 0);
     REQUIRE(r.unexpected == 0);
+    REQUIRE(r.nic.segments == 40);
+    REQUIRE(r.nic.waits.total() == 40);
+    if (k == TransportKind::kPfabric) continue;
+    // NIC waits in slow start: the IW's seq k joins at t = 0 and leaves at k (waits 0..9);
+    // seq 10..39 join two per ACK from t = 4, seq k at 4 + floor((k - 10) / 2), and leave
+    // at k: waits 6 + ceil((k - 10) / 2), 6..21.
+    uint64_t waited = 45;
+    for (uint64_t q = 10; q < 40; ++q) waited += q - (4 + (q - 10) / 2);
+    REQUIRE(r.nic.waited == waited);
+    REQUIRE(r.nic.max_wait == 21);
+    REQUIRE(r.nic.waits.percentile(0.25) == 7);  // rank 10 of 0, 1, ..., 9 and 6, 7, 7, 8, 8, ...
   }
 }
 
@@ -164,6 +176,26 @@ TEST_CASE("closed loop: an ACK waits for the backlog of its reverse port (ack_qu
   const Result delayed = run(topo, flows, "droptail", small, with(AckLatency::kDataPath, AckQueueing::kDelay), 1, true, 3000);
   REQUIRE(delayed.acks.lost == 0);
   REQUIRE(delayed.states[2].finish == 21);
+}
+
+TEST_CASE("closed loop: a timeout while the flow's own segments wait in its NIC is counted", "[traffic][transports]") {
+  // Endpoint 0 sends 400 packets to 1 from t = 0 (slow start: its NIC backlog grows by about one
+  // per timeslot) and 5 to 2 from t = 200, behind a backlog of about 200 that outlasts the 84-
+  // timeslot RTO (100 us): that flow times out with all 5 still queued. Nothing is lost.
+  const Topology topo = make_single_rack(4, 1);
+  const FlowList flows = {{0, 0, 1, 400, 0}, {1, 0, 2, 5, 200}};
+  const Result r = run(topo, flows, "droptail", {}, transport(TransportKind::kReno), 1, true, 5000);
+  REQUIRE(r.states[0].delivered == 400);
+  REQUIRE(r.states[1].delivered == 5);
+  REQUIRE(drops(r) == 0);
+  REQUIRE(r.outcomes[0].timeouts == 0);
+  REQUIRE(r.outcomes[1].timeouts == 1);
+  REQUIRE(r.nic.timeouts_with_data_in_nic == 1);
+  // The same flow alone: no backlog, no timeout.
+  const Result alone = run(topo, {{0, 0, 2, 5, 200}}, "droptail", {}, transport(TransportKind::kReno), 1, true, 5000);
+  REQUIRE(alone.outcomes[0].timeouts == 0);
+  REQUIRE(alone.nic.timeouts_with_data_in_nic == 0);
+  REQUIRE(alone.nic.max_wait == 4);  // seq 4 behind seq 0..3
 }
 
 TEST_CASE("closed loop: every flow finishes despite drops, by retransmission", "[traffic][transports]") {

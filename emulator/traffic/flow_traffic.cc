@@ -181,6 +181,20 @@ AckQueueStats FlowTraffic::ack_queue_stats() const {
   return sum;
 }
 
+NicWaitStats FlowTraffic::nic_wait_stats() const {
+  NicWaitStats sum;
+  if (!closed_loop_) return sum;
+  for (uint32_t g = 0; g < closed_loop_->num_groups; ++g) {
+    const NicWaitStats& s = closed_loop_->nic_stats[g].s;
+    sum.segments += s.segments;
+    sum.waited += s.waited;
+    sum.max_wait = std::max(sum.max_wait, s.max_wait);
+    sum.waits.merge(s.waits);
+    sum.timeouts_with_data_in_nic += s.timeouts_with_data_in_nic;
+  }
+  return sum;
+}
+
 std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
   if (closed_loop_) return make_closed_loop_source(*closed_loop_, group, stamping_, first_sent_);
   return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_, first_sent_);

@@ -45,6 +45,7 @@ class FlowTraffic final : public Traffic {
   void set_group_router(const std::vector<EndpointId>& group, const Router& tor) override;
   // Closed loop with ack_queueing (zeros otherwise), summed over groups; read after the run.
   AckQueueStats ack_queue_stats() const;
+  NicWaitStats nic_wait_stats() const;  // closed loop; zeros otherwise
 
   const FlowList& flows() const { return flows_; }
   const std::vector<FlowState>& states() const { return states_; }
