@@ -66,6 +66,10 @@ for s in websearch-dctcp-dctcp websearch-dctcp-dctcp-preconnect websearch-dctcp-
          bidir3-dctcp-dctcp bidir3-newreno-droptail incast-dctcp-dctcp incast-newreno-droptail; do
   ARGS[$s-sack]="${ARGS[$s]} --sack=true --ack-wait=true"
 done
+# -bytes after -sack: switch queues and K in bytes too (ACKs weigh their 40 bytes, as in switch ASICs).
+for s in websearch-dctcp-dctcp-preconnect-floor2 websearch-newreno-droptail-preconnect; do
+  ARGS[$s-sack-bytes]="${ARGS[$s-sack]} --queue-bytes=true"
+done
 ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-droptail-preconnect
        websearch-dctcp-dctcp-preconnect incast-newreno-droptail incast-dctcp-dctcp bidir3-newreno-droptail
        bidir3-dctcp-dctcp websearch-newreno-droptail-ackprio websearch-dctcp-dctcp-ackprio
@@ -81,7 +85,8 @@ ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-dropta
        websearch-dctcp-dctcp-preconnect-ackprio-sack websearch-dctcp-dctcp-preconnect-ackprio-floor2-sack
        websearch-newreno-droptail-sack
        websearch-newreno-droptail-preconnect-sack bidir3-dctcp-dctcp-sack bidir3-newreno-droptail-sack
-       incast-dctcp-dctcp-sack incast-newreno-droptail-sack)
+       incast-dctcp-dctcp-sack incast-newreno-droptail-sack websearch-dctcp-dctcp-preconnect-floor2-sack-bytes
+       websearch-newreno-droptail-preconnect-sack-bytes)
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
