@@ -47,14 +47,14 @@ uint64_t WaitHistogram::total() const {
 uint64_t WaitHistogram::percentile(double p) const {
   const uint64_t n = total();
   if (n == 0) return 0;
-  // Nearest rank: the smallest w with at least ceil(p * n) ACKs at or below it.
+  // Nearest rank: the first bin holding the ceil(p * n)-th smallest wait.
   const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p * static_cast<double>(n))));
   uint64_t seen = 0;
-  for (size_t w = 0; w < counts.size(); ++w) {
-    seen += counts[w];
-    if (seen >= rank) return w;
+  for (size_t b = 0; b < counts.size(); ++b) {
+    seen += counts[b];
+    if (seen >= rank) return lower_bound(b);
   }
-  return counts.size() - 1;
+  return lower_bound(counts.size() - 1);
 }
 
 const char* ack_queueing_name(AckQueueing a) {

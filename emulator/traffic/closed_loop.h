@@ -69,16 +69,30 @@ struct TransportConfig {
   bool ack_queueing_nic = true;  // with ack_queueing: the ACK also waits behind its receiver's NIC FIFO
 };
 
-// ACK waits in timeslots, one count per value: exact percentiles for
-// waits below kCap (78 ms at 10 Gbit/s); longer ones count in the last bin.
+// Waits in timeslots, log-linear: one bin per value below kExact, then
+// kSub bins per power of two (a bin spans 1/64 of its value), so its size
+// stays bounded (at most ~4500 bins) whatever the waits. Percentiles are
+// exact below kExact and the bin's lower bound above it (at most 1.6 %
+// low).
 struct WaitHistogram {
-  static constexpr uint64_t kCap = 1u << 16;
-  std::vector<uint64_t> counts;  // counts[w]: ACKs that waited w timeslots
+  static constexpr uint64_t kExact = 1024;  // 2^10
+  static constexpr uint64_t kSub = 64;      // bins per power of two above kExact
+  std::vector<uint64_t> counts;             // by bin
 
+  static size_t bin(uint64_t w) {
+    if (w < kExact) return static_cast<size_t>(w);
+    const unsigned e = 63u - static_cast<unsigned>(__builtin_clzll(w));  // >= 10
+    return static_cast<size_t>(kExact + (e - 10) * kSub + ((w >> (e - 6)) & (kSub - 1)));
+  }
+  static uint64_t lower_bound(size_t b) {  // the smallest wait in bin b
+    if (b < kExact) return b;
+    const uint64_t e = 10 + (b - kExact) / kSub;
+    return (kSub + (b - kExact) % kSub) << (e - 6);
+  }
   void add(uint64_t w) {
-    w = std::min(w, kCap - 1);
-    if (w >= counts.size()) counts.resize(w + 1, 0);
-    ++counts[w];
+    const size_t b = bin(w);
+    if (b >= counts.size()) counts.resize(b + 1, 0);
+    ++counts[b];
   }
   void merge(const WaitHistogram& o);
   uint64_t total() const;

@@ -97,13 +97,32 @@ TEST_CASE("closed loop: ACK wait histogram percentiles", "[traffic][transports]"
   REQUIRE(h.percentile(0.5) == 3);  // 3rd
   REQUIRE(h.percentile(0.8) == 5);  // 4th
   REQUIRE(h.percentile(0.99) == 100);
+  // Above 1024: 64 bins per power of two, reported by their lower bound.
   WaitHistogram g;
-  g.add(WaitHistogram::kCap + 7);  // beyond the exact range: the last bin
-  REQUIRE(g.percentile(1.0) == WaitHistogram::kCap - 1);
+  g.add(1023);
+  g.add(1024);
+  g.add(1039);  // 1024..1039 share a bin (width 16 in [1024, 2048))
+  g.add(1040);
+  g.add(5000);  // [4096, 8192): width 64, bin [4992, 5056)
+  g.add(uint64_t{1} << 40);
+  REQUIRE(g.counts.size() == WaitHistogram::bin(uint64_t{1} << 40) + 1);
+  REQUIRE(g.counts.size() <= WaitHistogram::kExact + 54 * WaitHistogram::kSub);  // bounded by 2^64
+  REQUIRE(g.percentile(1.0 / 6) == 1023);
+  REQUIRE(g.percentile(2.0 / 6) == 1024);
+  REQUIRE(g.percentile(3.0 / 6) == 1024);
+  REQUIRE(g.percentile(4.0 / 6) == 1040);
+  REQUIRE(g.percentile(5.0 / 6) == 4992);
+  REQUIRE(g.percentile(1.0) == uint64_t{1} << 40);
+  for (uint64_t w : {1024ull, 1500ull, 4095ull, 65535ull, 1000000ull, 123456789ull}) {
+    const uint64_t lo = WaitHistogram::lower_bound(WaitHistogram::bin(w));
+    REQUIRE(lo <= w);
+    REQUIRE(w - lo <= w / 64);  // within 1/64 of the value
+    REQUIRE(WaitHistogram::bin(lo) == WaitHistogram::bin(w));
+  }
   h.merge(g);
-  REQUIRE(h.total() == 6);
-  REQUIRE(h.percentile(0.5) == 3);
-  REQUIRE(h.percentile(1.0) == WaitHistogram::kCap - 1);
+  REQUIRE(h.total() == 11);
+  REQUIRE(h.percentile(0.5) == 1023);  // rank 6 of 1, 3, 3, 5, 100, 1023, ...
+  REQUIRE(h.percentile(1.0) == uint64_t{1} << 40);
 }
 
 TEST_CASE("closed loop: an ACK waits for the backlog of its reverse port (ack_queueing)", "[traffic][transports]") {
