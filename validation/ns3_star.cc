@@ -166,18 +166,26 @@ void AckEnqueue(WaitLog* log, Ptr<const QueueDiscItem> item) {
   }
   log->since[key].push_back(Simulator::Now().GetSeconds());
 }
+// A frame on a point-to-point link, parsed: false unless it carries TCP.
+// `payload` is what follows the TCP header.
+bool ParseTcpFrame(Ptr<const Packet> frame, Ipv4Header* ip, TcpHeader* tcp, uint32_t* payload) {
+  Ptr<Packet> p = frame->Copy();
+  PppHeader ppp;
+  p->RemoveHeader(ppp);
+  p->RemoveHeader(*ip);
+  if (ip->GetProtocol() != 6) return false;
+  p->RemoveHeader(*tcp);
+  *payload = p->GetSize();
+  return true;
+}
 void AckTxBegin(WaitLog* log, Ptr<const Packet> frame) {
   if ((frame->GetSize() > kHeaderOnlyBytes) != log->data) return;
   uint64_t key = frame->GetUid();
   if (log->data) {
-    Ptr<Packet> p = frame->Copy();
-    PppHeader ppp;
     Ipv4Header ip;
     TcpHeader tcp;
-    p->RemoveHeader(ppp);
-    p->RemoveHeader(ip);
-    if (ip.GetProtocol() != 6) return;
-    p->RemoveHeader(tcp);
+    uint32_t payload = 0;
+    if (!ParseTcpFrame(frame, &ip, &tcp, &payload)) return;
     key = DataKey(ip.GetSource(), tcp);
     --nic_queued[FlowKey(ip.GetSource(), tcp.GetSourcePort())];
     ++frames_sent[FlowKey(ip.GetSource(), tcp.GetSourcePort())];
@@ -266,15 +274,11 @@ void Pump(Ptr<Socket> s, uint32_t) {
 // (first_sent_us: its wait in the host's NIC queue, as flexplane's
 // first_sent_timeslot gives it).
 void HostTx(uint32_t host, Ptr<const Packet> frame) {
-  Ptr<Packet> p = frame->Copy();
-  PppHeader ppp;
   Ipv4Header ip;
   TcpHeader tcp;
-  p->RemoveHeader(ppp);
-  p->RemoveHeader(ip);
-  if (ip.GetProtocol() != 6) return;
-  p->RemoveHeader(tcp);
-  if (p->GetSize() == 0) {  // header-only
+  uint32_t payload = 0;
+  if (!ParseTcpFrame(frame, &ip, &tcp, &payload)) return;
+  if (payload == 0) {  // header-only
     if (trace_flow >= 0 && tcp.GetSourcePort() == kSinkPort) {
       const auto h = host_by_ip.find(ip.GetDestination().Get());
       if (h != host_by_ip.end()) {
