@@ -14,7 +14,7 @@
 #   --all       every scenario in --list (about an hour; the diagnostics of
 #               docs/validation.md's history included)
 #   SCENARIO    names from --list (default: the references, 9 scenarios,
-#               about 8 minutes: the original set up and ns-3 set up as
+#               about 5 minutes: the original set-up and ns-3 set up as
 #               flexplane models a host, SACK on; docs/validation.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
