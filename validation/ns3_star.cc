@@ -142,8 +142,10 @@ struct WaitLog {
 };
 WaitLog nic_acks, switch_acks, nic_data{true};
 std::unordered_map<uint64_t, uint32_t> nic_queued;  // flow (FlowKey) -> its data segments in its host's NIC
-std::unordered_map<uint64_t, uint32_t> frames_sent;  // flow (FlowKey) -> data frames its host sent (retransmissions included)
+std::unordered_map<uint64_t, uint32_t> frames_sent;  // flow (FlowKey) -> data frames sent, retransmissions included
 uint64_t FlowKey(Ipv4Address src, uint16_t port) { return (uint64_t{src.Get()} << 16) | port; }
+// A data segment: every host address is in 10.0.0.0/16, so the port can
+// take the address's constant upper 16 bits without two flows colliding.
 uint64_t DataKey(Ipv4Address src, const TcpHeader& tcp) {
   return (uint64_t{src.Get()} << 32) ^ (uint64_t{tcp.GetSourcePort()} << 48) ^ tcp.GetSequenceNumber().GetValue();
 }

@@ -1,9 +1,9 @@
 // Closed-loop flow traffic: the source, the sink and the ACK channels between
 // endpoint groups (design in closed_loop.h and docs/transports.md).
-#include <cmath>
 #include "emulator/traffic/closed_loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <queue>
 #include <thread>
@@ -198,7 +198,8 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       if (TcpSender* s = senders_[t.arrival].get()) {
         const uint64_t before = s->stats().timeouts;
         s->on_timer(now);
-        if (s->stats().timeouts != before && in_nic_[t.arrival] > 0) ++sh_.nic_stats[group_].s.timeouts_with_data_in_nic;
+        if (s->stats().timeouts != before && in_nic_[t.arrival] > 0)  // the RTO fired with its own data queued
+          ++sh_.nic_stats[group_].s.timeouts_with_data_in_nic;
         after_event(t.arrival, now);
       }
     }

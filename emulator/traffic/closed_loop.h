@@ -22,6 +22,9 @@
 //   smallest ACK latency from H to G, >= 1): each group publishes the first
 //   timeslot whose deliveries it has not finished. All waits are on strictly
 //   earlier timeslots, so there is no deadlock.
+// - Accounting (NicWaitStats, AckQueueStats): each group counts what its own
+//   source and sink did, on its own core; FlowTraffic sums the groups after
+//   the run.
 // - Lookahead: a group with no segment for outside in its NICs promises quiet
 //   until the earliest of its next remote flow start, its earliest timer, and
 //   the earliest ACK that can still reach it.
