@@ -46,12 +46,15 @@ def test_compare_passes_within_tolerance_and_fails_outside(tmp_path: Path) -> No
     # means 213.3 vs 200 (+6.7 %), p99 (nearest rank: the maximum of 3) 320 vs 300
     assert "| 1-10 | 3/3 | 213.3 / 200.0 | +6.7% | 320.0 / 300.0 | +6.7% |" in r.stdout, r.stdout
     assert "OUTSIDE" not in r.stdout
+    # 2 buckets with flows on both sides x (mean, p99); queue median and p99
+    assert "4 of 4 FCT values within 15%, 2 of 2 queue values within 20%" in r.stdout, r.stdout
 
     far = write_run(tmp_path / "far", {5: [110.0, 210.0, 320.0], 50: [1500.0, 3000.0]}, queue)
     r = compare(far, ns3)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "| 11-100 | 2/2 | 2250.0 / 1500.0 | **+50.0%** |" in r.stdout, r.stdout
     assert "OUTSIDE tolerance" in r.stdout
+    assert "2 of 4 FCT values within 15%" in r.stdout, r.stdout  # 11-100: mean and p99 (3000 vs 2000) +50 %
 
     # Against ns-3's FCT from the flow's start (handshake included: +100 us each here).
     r = compare(near, ns3, "--ns3-fct", "fct_with_handshake_us")

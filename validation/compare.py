@@ -12,7 +12,9 @@ occupancy.csv with `timeslot,time_us,router,port,packets,bytes`.
                      [--ns3-fct fct_with_handshake_us] [--ns3-queue full_packets] [--common-window]
       the same for both, side by side, with the relative difference and
       whether it is within the issue's tolerance (FCT mean/p99 15 %, queue
-      median/p99 20 %). Exit status 1 if any compared value is outside.
+      median/p99 20 %). Exit status 1 if any compared value is outside;
+      the last line counts the values within tolerance (buckets with
+      flows on both sides only).
       Where both flows.csv have them, the senders' RTOs and ECN window cuts
       per bucket follow (for reading, not part of the verdict).
 
@@ -161,6 +163,7 @@ def rel(a: float, b: float) -> float:
 def compare(args: argparse.Namespace) -> int:
     fx, ns = Path(args.flexplane), Path(args.ns3)
     ok = True
+    counted = {"FCT": [0, 0], "queue": [0, 0]}  # values compared, within tolerance
     print(f"# flexplane {fx} vs ns-3 {ns}")
     print("| size (pkts) | flows | mean FCT flexplane / ns-3 (us) | diff | p99 FCT flexplane / ns-3 (us) | diff |")
     print("|---|---|---|---|---|---|")
@@ -170,6 +173,9 @@ def compare(args: argparse.Namespace) -> int:
         for d in (dm, dp):
             bad = not math.isnan(d) and abs(d) > args.fct_tol
             ok &= not bad
+            if not math.isnan(d):
+                counted["FCT"][0] += 1
+                counted["FCT"][1] += not bad
             marks.append(("**" if bad else "") + ("-" if math.isnan(d) else f"{d:+.1%}") + ("**" if bad else ""))
         print(f"| {a.name} | {a.flows}/{b.flows} | {fmt(a.mean_fct_us)} / {fmt(b.mean_fct_us)} | {marks[0]} "
               f"| {fmt(a.p99_fct_us)} / {fmt(b.p99_fct_us)} | {marks[1]} |")
@@ -195,9 +201,14 @@ def compare(args: argparse.Namespace) -> int:
             d = rel(x, y)
             bad = not math.isnan(d) and abs(d) > args.queue_tol
             ok &= not bad
+            if not math.isnan(d):
+                counted["queue"][0] += 1
+                counted["queue"][1] += not bad
             print(f"| {name} | {fmt(x)} | {fmt(y)} | {'**' if bad else ''}{d:+.1%}{'**' if bad else ''} |")
         print(f"| max | {fmt(qa.max)} | {fmt(qb.max)} | |")
     print("\nwithin tolerance" if ok else "\nOUTSIDE tolerance (marked **)")
+    print(f"{counted['FCT'][1]} of {counted['FCT'][0]} FCT values within {args.fct_tol:.0%}, "
+          f"{counted['queue'][1]} of {counted['queue'][0]} queue values within {args.queue_tol:.0%}")
     return 0 if ok else 1
 
 
