@@ -149,7 +149,7 @@ uint64_t FlowKey(Ipv4Address src, uint16_t port) { return (uint64_t{src.Get()} <
 uint64_t DataKey(Ipv4Address src, const TcpHeader& tcp) {
   return (uint64_t{src.Get()} << 32) ^ (uint64_t{tcp.GetSourcePort()} << 48) ^ tcp.GetSequenceNumber().GetValue();
 }
-void AckEnqueue(WaitLog* log, Ptr<const QueueDiscItem> item) {
+void WaitEnqueue(WaitLog* log, Ptr<const QueueDiscItem> item) {
   if ((item->GetSize() > kHeaderOnlyBytes) != log->data) return;
   uint64_t key = item->GetPacket()->GetUid();
   if (log->data) {
@@ -180,7 +180,7 @@ bool ParseTcpFrame(Ptr<const Packet> frame, Ipv4Header* ip, TcpHeader* tcp, uint
   *payload = p->GetSize();
   return true;
 }
-void AckTxBegin(WaitLog* log, Ptr<const Packet> frame) {
+void WaitTxBegin(WaitLog* log, Ptr<const Packet> frame) {
   if ((frame->GetSize() > kHeaderOnlyBytes) != log->data) return;
   uint64_t key = frame->GetUid();
   if (log->data) {
@@ -573,12 +573,12 @@ int main(int argc, char* argv[]) {
       devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&HostTx, i));
     QueueDiscContainer q = switch_tc.Install(devs.Get(1));
     if (opt.ack_wait) {
-      host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&AckEnqueue, &nic_acks));
-      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &nic_acks));
-      q.Get(0)->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&AckEnqueue, &switch_acks));
-      devs.Get(1)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &switch_acks));
-      host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&AckEnqueue, &nic_data));
-      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&AckTxBegin, &nic_data));
+      host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&WaitEnqueue, &nic_acks));
+      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &nic_acks));
+      q.Get(0)->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&WaitEnqueue, &switch_acks));
+      devs.Get(1)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &switch_acks));
+      host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&WaitEnqueue, &nic_data));
+      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &nic_data));
     }
     // The data queue: occupancy, drops and marks are read there (the ACK band's are not counted).
     Ptr<QueueDisc> data = ack_first_switch ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);

@@ -83,9 +83,10 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   if (c.transport.enabled) {  // data segments' waits in their senders' NICs
     const NicWaitStats& n = s.nic_wait;
     y << YAML::Key << "nic_queueing" << YAML::Value << YAML::BeginMap;
-    y << YAML::Key << "segments" << YAML::Value << n.segments;
+    const uint64_t segments = n.waits.total();
+    y << YAML::Key << "segments" << YAML::Value << segments;
     y << YAML::Key << "mean_wait_timeslots" << YAML::Value
-      << (n.segments ? static_cast<double>(n.waited) / static_cast<double>(n.segments) : 0.0);
+      << (segments ? static_cast<double>(n.waited) / static_cast<double>(segments) : 0.0);
     y << YAML::Key << "max_wait_timeslots" << YAML::Value << n.max_wait;
     percentiles("wait_timeslots", n.waits);
     y << YAML::Key << "timeouts_with_data_in_nic" << YAML::Value << n.timeouts_with_data_in_nic;

@@ -218,7 +218,8 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
         const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
         Nic& nic = nics_[l];
         const NicEntry e = nic.queue[nic.head];
-        const FlowSpec& f = sh_.flows[e.flow];
+        const Arrival& ar = arrivals_[e.arrival];
+        const FlowSpec& f = sh_.flows[ar.flow];
         Packet& p = out[n];
         p = Packet{};
         p.flow = f.id;
@@ -234,12 +235,11 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
         local[n++] = l;
         if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
         NicWaitStats& ns = sh_.nic_stats[group_].s;
-        ++ns.segments;
         ns.waited += now - e.queued;
         ns.max_wait = std::max<uint64_t>(ns.max_wait, now - e.queued);
         ns.waits.add(now - e.queued);
-        remote_queued_ -= e.remote;
-        --in_nic_[arrival_of(e.flow)];
+        remote_queued_ -= ar.remote;
+        --in_nic_[e.arrival];
         if (++nic.head == nic.queue.size()) {
           nic.queue.clear();
           nic.head = 0;
@@ -274,10 +274,9 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     bool remote;  // destination outside the group
   };
   struct NicEntry {
-    uint32_t flow;
+    uint32_t arrival;  // the flow's index in arrivals_ (its flow id and `remote` are there)
     Segment seg;
-    bool remote;
-    Timeslot queued;  // joined the FIFO (NicWaitStats)
+    Timeslot queued;   // joined the FIFO (NicWaitStats)
   };
   struct Nic {
     std::vector<NicEntry> queue;  // FIFO from head
@@ -351,7 +350,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     Nic& nic = nics_[ar.local];
     while (const std::optional<Segment> seg = s.next_send(now)) {
       if (nic.queue.size() == nic.head) busy_bit(ar.local);
-      nic.queue.push_back({ar.flow, *seg, ar.remote, now});
+      nic.queue.push_back({a, *seg, now});
       ++in_nic_[a];
       remote_queued_ += ar.remote;
     }

@@ -117,8 +117,7 @@ struct AckQueueStats {
 // Data segments' waits in their senders' NIC FIFOs, from joining the FIFO
 // to leaving on the access link, summed over the groups (closed loop only).
 struct NicWaitStats {
-  uint64_t segments = 0;  // segments sent (retransmissions included)
-  uint64_t waited = 0;    // timeslots, summed over them
+  uint64_t waited = 0;  // timeslots, summed over the segments sent (waits.total(), retransmissions included)
   uint64_t max_wait = 0;
   WaitHistogram waits;
   uint64_t timeouts_with_data_in_nic = 0;  // RTOs that fired while a segment of the flow waited in its NIC

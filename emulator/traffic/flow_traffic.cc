@@ -186,7 +186,6 @@ NicWaitStats FlowTraffic::nic_wait_stats() const {
   if (!closed_loop_) return sum;
   for (uint32_t g = 0; g < closed_loop_->num_groups; ++g) {
     const NicWaitStats& s = closed_loop_->nic_stats[g].s;
-    sum.segments += s.segments;
     sum.waited += s.waited;
     sum.max_wait = std::max(sum.max_wait, s.max_wait);
     sum.waits.merge(s.waits);
