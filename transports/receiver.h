@@ -14,6 +14,12 @@
 //   simply echoes its packet's CE bit.
 // - Out-of-order packets are remembered in a bitset that grows with the
 //   highest seq seen beyond the hole; in-order flows never allocate it.
+// - SACK (RFC 2018 §4, `sack_blocks` > 0): the first block is the run of
+//   out-of-order packets holding the packet that triggered the ACK (none if
+//   it advanced the cumulative ACK), then the runs reported most recently,
+//   up to `sack_blocks`. The receiver remembers one seq per reported block
+//   (the last 16, most recent first): runs only grow or merge, so that seq
+//   finds the block again.
 #pragma once
 
 #include <cstdint>
@@ -41,9 +47,9 @@ class Receiver {
     void push(const Ack& a) { ack[n++] = a; }
   };
 
-  Receiver(EcnEcho echo, uint32_t ack_every = 1, Timeslot delayed_ack = 1);
+  Receiver(EcnEcho echo, uint32_t ack_every = 1, Timeslot delayed_ack = 1, uint32_t sack_blocks = 0);
   explicit Receiver(const TransportSettings& s)
-      : Receiver(ecn_echo_for(s.kind), s.ack_every_pkts, s.delayed_ack) {}
+      : Receiver(ecn_echo_for(s.kind), s.ack_every_pkts, s.delayed_ack, s.sack_blocks) {}
 
   // Data packet `seq` arrived at `now` (ce: CE-marked; cwr: the sender's CWR flag).
   Acks on_data(uint32_t seq, bool ce, bool cwr, Timeslot now);
@@ -59,8 +65,12 @@ class Receiver {
   void remember(uint32_t seq);
   Ack make_ack(uint32_t trigger, bool ece) {
     ++stats_.acks;
-    return Ack{rcv_nxt_, trigger, ece};
+    Ack a{rcv_nxt_, trigger, ece};
+    if (sack_blocks_ && ooo_count_) add_sack_blocks(a);
+    return a;
   }
+  void add_sack_blocks(Ack& a);
+  SackBlock run_around(uint32_t seq) const;  // the out-of-order run holding seq (held, > rcv_nxt)
 
   EcnEcho echo_;
   uint32_t ack_every_;
@@ -70,6 +80,12 @@ class Receiver {
   std::vector<uint64_t> ooo_;
   uint32_t ooo_base_ = 0;  // multiple of 64, <= rcv_nxt while ooo_ is in use
   uint32_t ooo_count_ = 0;
+  uint32_t sack_blocks_ = 0;
+  // One seq in each block reported, most recently reported first (RFC 2018:
+  // repeat the latest blocks, then as many other distinct ones as fit).
+  static constexpr uint32_t kRecentBlocks = 16;
+  uint32_t recent_[kRecentBlocks] = {};
+  uint32_t n_recent_ = 0;
 
   uint32_t pending_ = 0;        // in-order packets not yet ACKed
   uint32_t last_seq_ = 0;       // the latest packet (trigger of a delayed ACK)

@@ -19,8 +19,10 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
     : s_(settings),
       size_(size_pkts),
       fast_retransmit_(settings.kind != TransportKind::kPfabric),
+      sack_(settings.sack_blocks > 0 && fast_retransmit_),
       alpha_(settings.dctcp_g, settings.dctcp_initial_alpha),
-      rtt_(settings.min_rto, settings.max_rto, settings.initial_rto) {
+      rtt_(settings.min_rto, settings.max_rto, settings.initial_rto),
+      sb_(settings.dupack_threshold) {
   if (size_pkts == 0) throw ConfigError("transport: a flow carries at least 1 packet");
   uint64_t iw = s_.initial_cwnd_pkts;
   if (s_.kind == TransportKind::kPfabric) {
@@ -44,6 +46,7 @@ Timeslot TcpSender::rto() const { return fixed_rto_ ? fixed_rto_ : rtt_.rto(); }
 bool TcpSender::can_send() const {
   if (done()) return false;
   if (rtx_pending_) return true;
+  if (sack_) return sack_can_send();
   if (snd_nxt_ >= size_) return false;
   uint64_t window = cwnd_ / kUnit;
   // RFC 3042 limited transmit: one new segment for each of the first two
@@ -52,6 +55,38 @@ bool TcpSender::can_send() const {
   if (fast_retransmit_ && !in_recovery_ && dupacks_ < s_.dupack_threshold && snd_nxt_ == high_tx_)
     window += std::min<uint32_t>(dupacks_, 2);
   return snd_nxt_ - snd_una_ < std::min<uint64_t>(window, s_.max_cwnd_pkts);
+}
+
+bool TcpSender::sack_can_send() const {
+  const uint64_t window = std::min<uint64_t>(cwnd_ / kUnit, s_.max_cwnd_pkts);
+  if (sb_.pipe() >= window) return false;
+  return sb_.next_lost() || (snd_nxt_ < size_ && high_tx_ - snd_una_ < s_.max_cwnd_pkts) ||
+         (in_recovery_ && sb_.next_unsacked());
+}
+
+// RFC 6675 NextSeg, after the head a new recovery resends at once.
+Segment TcpSender::sack_next_segment() {
+  Segment seg;
+  seg.retransmit = true;
+  if (rtx_pending_) {
+    rtx_pending_ = false;
+    seg.seq = snd_una_;
+  } else if (auto lost = sb_.next_lost()) {
+    seg.seq = *lost;                                                    // rule 1
+  } else if (snd_nxt_ < size_ && high_tx_ - snd_una_ < s_.max_cwnd_pkts) {
+    seg.seq = snd_nxt_++;                                               // rule 2
+    high_tx_ = snd_nxt_;
+    seg.retransmit = false;
+  } else {
+    seg.seq = *sb_.next_unsacked();                                     // rule 3 (in recovery)
+  }
+  sb_.on_send(seg.seq, seg.retransmit);
+  return seg;
+}
+
+void TcpSender::sack_maybe_enter_recovery() {
+  if (in_recovery_ || snd_una_ < recover_ || high_tx_ == snd_una_) return;
+  if (dupacks_ >= s_.dupack_threshold || sb_.is_lost(snd_una_)) enter_fast_recovery();
 }
 
 Timeslot TcpSender::quiet_until(Timeslot now, Timeslot earliest_ack) const {
@@ -101,8 +136,9 @@ void TcpSender::react_to_ece() {
 void TcpSender::enter_fast_recovery() {
   ++stats_.fast_retransmits;
   ssthresh_ = loss_ssthresh();
-  cwnd_ = ssthresh_ + 3 * kUnit;
+  cwnd_ = sack_ ? ssthresh_ : ssthresh_ + 3 * kUnit;  // RFC 6675 (4.2): no inflation, pipe counts
   ca_acked_ = 0;
+  if (sack_) sb_.mark_lost_below(snd_una_ + 1);
   in_recovery_ = true;
   first_partial_ = true;
   recover_ = high_tx_;
@@ -151,6 +187,12 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
     snd_nxt_ = std::max(snd_nxt_, snd_una_);
     consecutive_timeouts_ = 0;
   }
+  uint32_t fresh_sacks = 0;
+  if (sack_) {
+    if (acked) sb_.on_cum_ack(snd_una_);
+    fresh_sacks = sb_.on_sack(a);
+    stats_.sacked_segments += fresh_sacks;
+  }
   if (s_.kind == TransportKind::kDctcp) alpha_.on_ack(acked ? acked : 1, a.ece, snd_una_, high_tx_);
 
   // ECN: at most one reduction per window, none during loss recovery. An ACK
@@ -163,7 +205,13 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
   }
 
   if (!acked) {
-    handle_dupack();
+    if (!sack_) {
+      handle_dupack();
+    } else if (fresh_sacks) {  // RFC 6675: a duplicate ACK is one that SACKs new data
+      ++stats_.dup_acks;
+      ++dupacks_;
+      sack_maybe_enter_recovery();
+    }
     return;
   }
   if (in_recovery_) {
@@ -174,9 +222,11 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
       rtx_pending_ = false;  // the hole was filled before the retransmission left
     } else {  // partial ACK (RFC 6582): the next hole is lost too
       ++stats_.partial_acks;
-      rtx_pending_ = true;
-      const uint64_t dec = uint64_t{acked} * kUnit;
-      cwnd_ = (cwnd_ > dec ? cwnd_ - dec : 0) + kUnit;
+      if (!sack_) {  // with SACK, NextSeg finds the holes and pipe needs no deflation
+        rtx_pending_ = true;
+        const uint64_t dec = uint64_t{acked} * kUnit;
+        cwnd_ = (cwnd_ > dec ? cwnd_ - dec : 0) + kUnit;
+      }
       // RFC 6582 section 4 ("Impatient", its recommendation, and ns-3's):
       // only the first partial ACK restarts the timer, so a recovery that
       // repairs one hole per RTT ends in a timeout and slow start when it
@@ -188,6 +238,7 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
   } else {
     dupacks_ = 0;
     if (!reduced && snd_una_ > ecn_recover_) grow(acked);
+    if (sack_) sack_maybe_enter_recovery();  // the new head may already have enough SACKed above it
   }
   restart_timer(now);
 }
@@ -203,7 +254,8 @@ void TcpSender::on_timer(Timeslot now) {
   dupacks_ = 0;
   rtx_pending_ = false;
   recover_ = high_tx_;
-  snd_nxt_ = snd_una_;  // go-back-N from the first unacknowledged packet
+  if (sack_) sb_.on_timeout();  // resend every unSACKed packet, skipping SACKed ones
+  else snd_nxt_ = snd_una_;     // go-back-N from the first unacknowledged packet
   cwr_pending_ = ecn_capable();
   if (!fixed_rto_) rtt_.backoff();
   rto_deadline_ = kNever;  // re-armed when the retransmission leaves (RFC 6298 5.4-5.6)
@@ -230,7 +282,9 @@ void TcpSender::record_sent(uint32_t seq, Timeslot now, bool retransmit) {
 std::optional<Segment> TcpSender::next_send(Timeslot now) {
   if (!can_send()) return std::nullopt;
   Segment seg;
-  if (rtx_pending_) {
+  if (sack_) {
+    seg = sack_next_segment();
+  } else if (rtx_pending_) {
     rtx_pending_ = false;
     seg.seq = snd_una_;
     seg.retransmit = true;
@@ -238,10 +292,10 @@ std::optional<Segment> TcpSender::next_send(Timeslot now) {
     seg.seq = snd_nxt_++;
     seg.retransmit = seg.seq < high_tx_;
     high_tx_ = std::max(high_tx_, snd_nxt_);
-    if (cwr_pending_ && !seg.retransmit) {
-      seg.cwr = true;
-      cwr_pending_ = false;
-    }
+  }
+  if (cwr_pending_ && !seg.retransmit) {
+    seg.cwr = true;
+    cwr_pending_ = false;
   }
   // RFC 3168 §6.1.5: retransmissions are not ECT; DCTCP (RFC 8257, Linux) sends all ECT.
   seg.ect = s_.kind == TransportKind::kDctcp || (s_.kind == TransportKind::kEcn && !seg.retransmit);

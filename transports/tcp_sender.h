@@ -20,6 +20,17 @@
 //   once (Linux and ns-3 reach the same value over one RTT with PRR); no growth
 //   until the window ends; CWR rides on the next new data segment. Losses are
 //   handled as in reno (RFC 8257 §3.5: a DCTCP sender halves on loss).
+// - With SACK (`sack_blocks` > 0), loss recovery is RFC 6675 as ns-3 and
+//   Linux run it (SackScoreboard): a duplicate ACK is one that SACKs new
+//   data; recovery starts on `dupack_threshold` of them or once the head is
+//   lost (dupack_threshold SACKed packets above it), sets ssthresh as above
+//   and cwnd = ssthresh (no inflation), resends the head at once and then
+//   sends while pipe < cwnd, choosing by NextSeg: lost packets first, then
+//   new data, then (in recovery) unSACKed packets not yet resent. Partial
+//   ACKs neither deflate nor force a resend. A timeout marks every unSACKed
+//   packet lost and resends them in order, skipping SACKed ones, instead of
+//   going back N. Outside recovery, pipe (not snd_nxt - snd_una) is what the
+//   window limits, so SACKed duplicates give limited transmit (RFC 3042).
 // - RTT samples (RFC 6298) come from the ACK's trigger_seq: the sender
 //   remembers when it last sent each outstanding seq and skips retransmitted
 //   ones (Karn), the information a timestamp echo would give.
@@ -39,6 +50,7 @@
 
 #include "transports/dctcp_alpha.h"
 #include "transports/rtt_estimator.h"
+#include "transports/sack_scoreboard.h"
 #include "transports/transport.h"
 
 namespace flexplane {
@@ -54,6 +66,7 @@ struct SenderStats {
   uint64_t dup_acks = 0;
   uint64_t stale_acks = 0;         // below snd_una: reordered or duplicated ACKs, ignored
   uint64_t invalid_acks = 0;       // ACK beyond anything sent: ignored
+  uint64_t sacked_segments = 0;    // segments SACKed before the cumulative ACK covered them
 };
 
 class TcpSender {
@@ -93,6 +106,10 @@ class TcpSender {
   uint32_t snd_nxt() const { return snd_nxt_; }
   uint32_t high_tx() const { return high_tx_; }
   uint32_t in_flight() const { return snd_nxt_ - snd_una_; }
+  bool sack() const { return sack_; }
+  // What the window limits: RFC 6675's pipe with SACK, snd_nxt - snd_una without.
+  uint32_t pipe() const { return sack_ ? sb_.pipe() : in_flight(); }
+  const SackScoreboard& scoreboard() const { return sb_; }
   bool in_fast_recovery() const { return in_recovery_; }
   uint32_t dup_acks() const { return dupacks_; }
   Timeslot rto() const;
@@ -112,10 +129,14 @@ class TcpSender {
   void restart_timer(Timeslot now);
   void record_sent(uint32_t seq, Timeslot now, bool retransmit);
   void maybe_sample_rtt(uint32_t trigger_seq, uint32_t cum_ack, Timeslot now);
+  bool sack_can_send() const;
+  Segment sack_next_segment();
+  void sack_maybe_enter_recovery();
 
   TransportSettings s_;
   uint32_t size_;
   bool fast_retransmit_;     // false for pfabric
+  bool sack_;                // SACK and RFC 6675 recovery
   Timeslot fixed_rto_ = 0;   // pfabric: no estimator, no backoff
 
   // Sequence space (packets): [snd_una, snd_nxt) in flight, high_tx = highest sent + 1.
@@ -146,6 +167,8 @@ class TcpSender {
   static constexpr Timeslot kRetxBit = Timeslot{1} << 63;
   std::vector<Timeslot> sent_;
   uint32_t sent_mask_ = 0;
+
+  SackScoreboard sb_;  // used only with SACK
 
   SenderStats stats_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace flexplane {
 
@@ -21,6 +22,15 @@ const char* transport_kind_name(TransportKind k) {
     case TransportKind::kPfabric: return "pfabric";
   }
   return "reno";
+}
+
+bool ack_less(const Ack& a, const Ack& b) {
+  auto key = [](const Ack& x) { return std::tie(x.cum_ack, x.trigger_seq, x.ece, x.sack_count); };
+  if (key(a) != key(b)) return key(a) < key(b);
+  for (uint32_t i = 0; i < a.sack_count && i < kMaxSackBlocks; ++i)
+    if (a.sack[i].left != b.sack[i].left || a.sack[i].right != b.sack[i].right)
+      return std::tie(a.sack[i].left, a.sack[i].right) < std::tie(b.sack[i].left, b.sack[i].right);
+  return false;
 }
 
 EcnEcho ecn_echo_for(TransportKind k) {
@@ -65,6 +75,12 @@ const ParamSchema<TransportParams>& transport_param_schema() {
       param(&P::rto_every_partial_ack, "rto_every_partial_ack",
             "fast recovery: restart the timer on every partial ACK (RFC 6582 Slow-but-Steady), not only the "
             "first (Impatient, the RFC's recommendation and ns-3's)"),
+      param(&P::sack, "sack",
+            "SACK blocks on ACKs and RFC 6675 loss recovery (scoreboard, pipe, NextSeg) instead of NewReno's "
+            "(reno, ecn, dctcp)"),
+      param(&P::sack_blocks, "sack_blocks",
+            "SACK blocks per ACK when sack is on (3: Linux with timestamps; 4: without, as in ns-3 here)",
+            {1, kMaxSackBlocks}),
   });
   return schema;
 }
@@ -93,6 +109,9 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.pfabric_initial_cwnd_pkts = p.pfabric_initial_cwnd_pkts;
   s.pfabric_rto = p.pfabric_rto_us > 0 ? us_to_timeslots(p.pfabric_rto_us, timeslot_ns) : 0;
   s.rto_every_partial_ack = p.rto_every_partial_ack;
+  if (p.sack && kind == TransportKind::kPfabric)
+    throw ConfigError("transport pfabric: sack applies to reno, ecn and dctcp (pfabric has no fast retransmit)");
+  s.sack_blocks = p.sack ? p.sack_blocks : 0;
   return s;
 }
 

@@ -15,7 +15,8 @@
 //   promise lookahead from what the sender says (docs/transports.md).
 //
 // Kinds (TransportKind):
-//   reno     TCP NewReno (RFC 5681 + RFC 6582 without SACK), RTO per RFC 6298.
+//   reno     TCP NewReno (RFC 5681 + RFC 6582 without SACK), RTO per RFC 6298;
+//            with `sack: true`, SACK (RFC 2018) and RFC 6675 loss recovery.
 //   ecn      reno + RFC 3168 ECN: ECT data, halve cwnd once per window on ECE, CWR.
 //   dctcp    reno + DCTCP (RFC 8257): alpha EWMA with gain g over each window of
 //            ACKed data, cwnd × (1 − alpha/2) once per window on ECE.
@@ -47,13 +48,29 @@ struct Segment {
   bool cwr = false;         // RFC 3168 CWR: first new data after a window reduction
 };
 
+// RFC 2018 SACK: the receiver holds [left, right) beyond a hole.
+struct SackBlock {
+  uint32_t left = 0, right = 0;
+  bool operator==(const SackBlock& o) const { return left == o.left && right == o.right; }
+};
+// At most this many blocks per ACK: what a TCP option fits without
+// timestamps (ns-3's case); with timestamps it is 3 (Linux's usual case).
+inline constexpr uint32_t kMaxSackBlocks = 4;
+
 // One cumulative acknowledgement, receiver -> sender.
 struct Ack {
+  Ack() = default;
+  Ack(uint32_t cum, uint32_t trigger, bool echo = false) : cum_ack(cum), trigger_seq(trigger), ece(echo) {}
+
   uint32_t cum_ack = 0;      // next expected seq: every seq below it has arrived
   uint32_t trigger_seq = 0;  // the data seq whose arrival produced this ACK (RTT sample, like
                              // an echoed timestamp: the sender knows when it sent it)
   bool ece = false;          // ECN echo
+  uint8_t sack_count = 0;    // blocks in use (0 unless the transport has `sack: true`)
+  SackBlock sack[kMaxSackBlocks];  // first: the block holding trigger_seq, then the most recently reported
 };
+// A total order on ACK contents (deterministic tie-breaks between equal due times).
+bool ack_less(const Ack& a, const Ack& b);
 
 // How a receiver echoes CE marks.
 enum class EcnEcho : uint8_t {
@@ -79,6 +96,8 @@ struct TransportParams {
   uint32_t pfabric_initial_cwnd_pkts = 0;  // 0 = the path's bandwidth-delay product (base RTT in timeslots)
   double pfabric_rto_us = 0;               // 0 = 3 × the path's base RTT (the paper's choice)
   bool rto_every_partial_ack = false;      // NewReno: restart the timer on every partial ACK, not the first only
+  bool sack = false;                       // SACK (RFC 2018) with RFC 6675 loss recovery (reno, ecn, dctcp)
+  uint32_t sack_blocks = 3;                // SACK blocks per ACK (3: Linux with timestamps; 4: without)
 
   void validate(const std::string& where) const;
 };
@@ -101,6 +120,7 @@ struct TransportSettings {
   uint32_t pfabric_initial_cwnd_pkts = 0;  // 0 = base RTT
   Timeslot pfabric_rto = 0;                // 0 = 3 × base RTT
   bool rto_every_partial_ack = false;
+  uint32_t sack_blocks = 0;                // 0 = no SACK
 };
 
 // µs -> whole timeslots, rounded up, at least 1.

@@ -136,8 +136,8 @@ namespace {
 // depends on which channel or core an ACK came from.
 struct AckLater {
   bool operator()(const AckMsg& a, const AckMsg& b) const {
-    return std::tie(a.due, a.flow, a.ack.cum_ack, a.ack.trigger_seq, a.ack.ece) >
-           std::tie(b.due, b.flow, b.ack.cum_ack, b.ack.trigger_seq, b.ack.ece);
+    if (a.due != b.due || a.flow != b.flow) return std::tie(a.due, a.flow) > std::tie(b.due, b.flow);
+    return ack_less(b.ack, a.ack);
   }
 };
 struct TimerEntry {

@@ -12,10 +12,10 @@
 // - NIC: one FIFO per endpoint. When an ACK, a timer or a flow's start lets a
 //   sender send, every segment its window allows joins its endpoint's FIFO at
 //   once; the NIC sends one per timeslot (the access link's rate).
-// - Order within a timeslot, per group: ACKs due now in (due, flow, cum_ack,
-//   trigger, ece) order, then due timers in (deadline, flow) order, then flow
-//   starts in flow order, then the NICs. Nothing depends on which core ran
-//   first, so 1 and N cores give identical results.
+// - Order within a timeslot, per group: ACKs due now in (due, flow, then
+//   content: ack_less) order, then due timers in (deadline, flow) order,
+//   then flow starts in flow order, then the NICs. Nothing depends on which
+//   core ran first, so 1 and N cores give identical results.
 // - Across groups (possibly cores), ACKs go through one SPSC ring per ordered
 //   pair of groups. Group G may take ACKs due at t once every group H that
 //   sends it ACKs has finished delivering timeslot t - d(H,G) (d = the

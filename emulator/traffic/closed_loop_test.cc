@@ -266,17 +266,21 @@ TEST_CASE("closed loop: 1 core and N cores give identical results, lookahead on 
     TransportKind kind;
     PriorityStamp prio;
     AckQueueing queueing;
+    bool sack = false;
   };
   for (const Case c : {Case{"droptail", TransportKind::kReno, PriorityStamp::kNone, AckQueueing::kNone},
                        Case{"dctcp", TransportKind::kDctcp, PriorityStamp::kNone, AckQueueing::kNone},
                        Case{"pfabric", TransportKind::kPfabric, PriorityStamp::kRemainingSize, AckQueueing::kNone},
                        Case{"droptail", TransportKind::kReno, PriorityStamp::kNone, AckQueueing::kDelayAndLoss},
-                       Case{"dctcp", TransportKind::kDctcp, PriorityStamp::kNone, AckQueueing::kDelay}}) {
+                       Case{"dctcp", TransportKind::kDctcp, PriorityStamp::kNone, AckQueueing::kDelay},
+                       Case{"droptail", TransportKind::kReno, PriorityStamp::kNone, AckQueueing::kDelayAndLoss, true},
+                       Case{"dctcp", TransportKind::kDctcp, PriorityStamp::kNone, AckQueueing::kNone, true}}) {
     INFO("scheme " << c.scheme << ", transport " << transport_kind_name(c.kind) << ", ack_queueing "
-                   << ack_queueing_name(c.queueing));
+                   << ack_queueing_name(c.queueing) << ", sack " << c.sack);
     const std::vector<std::pair<std::string, std::string>> qm = {{"capacity_pkts", "24"}};
     TransportConfig t = transport(c.kind);
     t.ack_queueing = c.queueing;
+    t.params.sack = c.sack;
     const Result one = run(topo, flows, c.scheme, qm, t, 1, true, 40000, c.prio);
     REQUIRE(drops(one) > 0);
     if (c.queueing != AckQueueing::kNone) {
