@@ -124,3 +124,27 @@ def test_compare_sums_rtos_and_ecn_cuts_per_bucket_when_both_runs_count_them(tmp
 
     plain = write_run(tmp_path / "plain", {5: [100.0, 100.0], 50: [1000.0]}, queue)
     assert "RTOs" not in compare(plain, runs["ns3"]).stdout
+
+
+def test_ensemble_pools_runs_and_reports_each_sides_spread(tmp_path: Path) -> None:
+    """compare.py ensemble: each side's flows pooled (mean over every flow,
+    p99 by nearest rank over all), the verdict on the pooled values, and per
+    side the range of the single runs' values and how far its ends lie from
+    the pooled value."""
+    queue = [0] * 50 + [40] * 50
+    fp = [write_run(tmp_path / f"fp{i}", {5: v}, queue) for i, v in enumerate(([100.0, 200.0], [140.0, 160.0]))]
+    ns = [write_run(tmp_path / f"ns{i}", {5: v}, queue) for i, v in enumerate(([120.0, 180.0], [100.0, 220.0]))]
+    r = subprocess.run([sys.executable, str(COMPARE), "ensemble", "--flexplane", *map(str, fp),
+                        "--ns3", *map(str, ns)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # pooled: flexplane 100, 200, 140, 160 (mean 150, p99 200); ns-3 120, 180, 100, 220 (155, 220)
+    assert "| 1-10 | 4/4 | 150.0 / 155.0 | -3.2% | 200.0 / 220.0 | -9.1% |" in r.stdout, r.stdout
+    # single runs: flexplane means 150 and 150 (0 %), ns-3 150 and 160 (3 % from 155);
+    # p99s: flexplane 200 and 160 (-20 % from 200), ns-3 180 and 220 (-18 % from 220)
+    assert "| 1-10 | 150.0-150.0 (0%) | 150.0-160.0 (3%) | 160.0-200.0 (20%) | 180.0-220.0 (18%) |" in r.stdout, \
+        r.stdout
+    assert "2 of 2 FCT values within 15%" in r.stdout, r.stdout
+    # one side only: an error, not a verdict
+    r = subprocess.run([sys.executable, str(COMPARE), "ensemble", "--flexplane", str(fp[0])],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--ns3" in r.stderr

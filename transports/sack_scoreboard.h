@@ -58,6 +58,7 @@ class SackScoreboard {
   std::optional<uint32_t> next_unsacked() const;
 
   bool is_sacked(uint32_t seq) const { return seq >= una_ && seq < high_ && (flags(seq) & kSacked); }
+  bool is_resent(uint32_t seq) const { return seq >= una_ && seq < high_ && (flags(seq) & kResent); }
   bool is_lost(uint32_t seq) const { return seq >= una_ && seq < lost_end_ && seq < high_ && !(flags(seq) & kSacked); }
   uint32_t pipe() const { return (high_ - una_) - sacked_ - lost_ + resent_; }
   uint32_t sacked() const { return sacked_; }

@@ -222,10 +222,15 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
       rtx_pending_ = false;  // the hole was filled before the retransmission left
     } else {  // partial ACK (RFC 6582): the next hole is lost too
       ++stats_.partial_acks;
-      if (!sack_) {  // with SACK, NextSeg finds the holes and pipe needs no deflation
+      if (!sack_) {
         rtx_pending_ = true;
         const uint64_t dec = uint64_t{acked} * kUnit;
         cwnd_ = (cwnd_ > dec ? cwnd_ - dec : 0) + kUnit;
+      } else if (!sb_.is_resent(snd_una_)) {
+        // With SACK, pipe needs no deflation; the new head is resent at
+        // once unless it was already (RFC 6582's partial-ACK rule, which
+        // ns-3 keeps with SACK; Linux's RACK also deems it lost soon).
+        rtx_pending_ = true;
       }
       // RFC 6582 section 4 ("Impatient", its recommendation, and ns-3's):
       // only the first partial ACK restarts the timer, so a recovery that

@@ -17,6 +17,13 @@ occupancy.csv with `timeslot,time_us,router,port,packets,bytes`.
       flows on both sides only).
       Where both flows.csv have them, the senders' RTOs and ECN window cuts
       per bucket follow (for reading, not part of the verdict).
+  compare.py ensemble --flexplane DIR... --ns3 DIR... [the options of compare]
+      the same verdict over several runs per side (validation/ensemble.sh:
+      the same trace with start times perturbed): each side's flows and
+      queue samples are pooled (mean and p99 of every flow of every run; RTO
+      counts are per run on average), then a table of the single runs'
+      spread per side: the range of each value over the runs, and how far
+      the ends of that range lie from the side's pooled value.
 
 Standard library only, so it runs without the project's venv.
 """
@@ -65,7 +72,7 @@ class QueueStats:
     max: float
 
 
-def fct_buckets(run_dir: Path, column: str = "fct_us") -> list[BucketStats]:
+def read_flows(run_dir: Path, column: str) -> list[dict[str, str]]:
     path = run_dir / "flows.csv"
     if not path.is_file():
         raise SystemExit(f"compare: {path} does not exist")
@@ -73,6 +80,13 @@ def fct_buckets(run_dir: Path, column: str = "fct_us") -> list[BucketStats]:
     for col in ("size_pkts", column, "finished"):
         if rows and col not in rows[0]:
             raise SystemExit(f"compare: {path} has no column '{col}'")
+    return rows
+
+
+def fct_buckets(run_dirs: Path | list[Path], column: str = "fct_us") -> list[BucketStats]:
+    """Per bucket over the flows of one run, or of several pooled."""
+    dirs = run_dirs if isinstance(run_dirs, list) else [run_dirs]
+    rows = [r for d in dirs for r in read_flows(d, column)]
     out = []
     for name, lo, hi in BUCKETS:
         sel = [r for r in rows if lo <= int(r["size_pkts"]) <= hi]
@@ -86,13 +100,23 @@ def fct_buckets(run_dir: Path, column: str = "fct_us") -> list[BucketStats]:
 EVENT_COLUMNS = ("timeouts", "ecn_reductions")
 
 
-def event_counts(run_dir: Path) -> list[dict[str, int]] | None:
-    """Per bucket, the sum of each EVENT_COLUMNS column; None if one is missing."""
-    rows = list(csv.DictReader((run_dir / "flows.csv").open()))
-    if not rows or any(c not in rows[0] for c in EVENT_COLUMNS):
-        return None
-    return [{c: sum(int(r[c] or 0) for r in rows if lo <= int(r["size_pkts"]) <= hi) for c in EVENT_COLUMNS}
-            for _, lo, hi in BUCKETS]
+def event_counts(run_dirs: Path | list[Path]) -> list[dict[str, float]] | None:
+    """Per bucket, the sum of each EVENT_COLUMNS column (per run on average
+    over several); None if one is missing."""
+    dirs = run_dirs if isinstance(run_dirs, list) else [run_dirs]
+    out = [{c: 0.0 for c in EVENT_COLUMNS} for _ in BUCKETS]
+    for d in dirs:
+        rows = list(csv.DictReader((d / "flows.csv").open()))
+        if not rows or any(c not in rows[0] for c in EVENT_COLUMNS):
+            return None
+        for o, (_, lo, hi) in zip(out, BUCKETS):
+            for c in EVENT_COLUMNS:
+                o[c] += sum(int(r[c] or 0) for r in rows if lo <= int(r["size_pkts"]) <= hi) / len(dirs)
+    return out
+
+
+def count(x: float) -> str:
+    return f"{x:.0f}" if x == int(x) else f"{x:.1f}"
 
 
 # ns-3's full data frame in IP bytes (occupancy.csv's `bytes`): 1458 B of
@@ -112,23 +136,26 @@ def last_sample_us(run_dir: Path) -> float | None:
     return None if last is None else float(last)
 
 
-def queue_stats(run_dir: Path, port: int | None, t0: float | None, t1: float | None,
+def queue_stats(run_dirs: Path | list[Path], port: int | None, t0: float | None, t1: float | None,
                 full_packets_of: int | None = None) -> QueueStats | None:
     """Occupancy percentiles in packets, or with `full_packets_of` in bytes /
     that size (ns-3's queues hold ACKs too: 40-byte packets that count as
-    one packet each but weigh ~3 % of a data packet)."""
-    path = run_dir / "occupancy.csv"
-    if not path.is_file():
+    one packet each but weigh ~3 % of a data packet). Several runs: their
+    samples pooled."""
+    dirs = run_dirs if isinstance(run_dirs, list) else [run_dirs]
+    paths = [d / "occupancy.csv" for d in dirs]
+    if not all(p.is_file() for p in paths):
         return None
     vals = []
-    with path.open() as f:
-        for r in csv.DictReader(f):
-            if port is not None and int(r["port"]) != port:
-                continue
-            t = float(r["time_us"])
-            if (t0 is not None and t < t0) or (t1 is not None and t > t1):
-                continue
-            vals.append(float(r["bytes"]) / full_packets_of if full_packets_of else float(r["packets"]))
+    for path in paths:
+        with path.open() as f:
+            for r in csv.DictReader(f):
+                if port is not None and int(r["port"]) != port:
+                    continue
+                t = float(r["time_us"])
+                if (t0 is not None and t < t0) or (t1 is not None and t > t1):
+                    continue
+                vals.append(float(r["bytes"]) / full_packets_of if full_packets_of else float(r["packets"]))
     if not vals:
         return QueueStats(0, math.nan, math.nan, math.nan)
     return QueueStats(len(vals), percentile(vals, 50), percentile(vals, 99), max(vals))
@@ -161,10 +188,14 @@ def rel(a: float, b: float) -> float:
 
 
 def compare(args: argparse.Namespace) -> int:
-    fx, ns = Path(args.flexplane), Path(args.ns3)
+    if args.cmd == "compare":
+        fx, ns = [Path(args.flexplane)], [Path(args.ns3)]
+        print(f"# flexplane {fx[0]} vs ns-3 {ns[0]}")
+    else:
+        fx, ns = [Path(d) for d in args.flexplane], [Path(d) for d in args.ns3]
+        print(f"# ensemble: flexplane {len(fx)} runs ({fx[0]} ...) vs ns-3 {len(ns)} runs ({ns[0]} ...), pooled")
     ok = True
     counted = {"FCT": [0, 0], "queue": [0, 0]}  # values compared, within tolerance
-    print(f"# flexplane {fx} vs ns-3 {ns}")
     print("| size (pkts) | flows | mean FCT flexplane / ns-3 (us) | diff | p99 FCT flexplane / ns-3 (us) | diff |")
     print("|---|---|---|---|---|---|")
     for a, b in zip(fct_buckets(fx), fct_buckets(ns, args.ns3_fct)):
@@ -181,13 +212,15 @@ def compare(args: argparse.Namespace) -> int:
               f"| {fmt(a.p99_fct_us)} / {fmt(b.p99_fct_us)} | {marks[1]} |")
     ea, eb = event_counts(fx), event_counts(ns)
     if ea and eb:
-        print("\n| size (pkts) | RTOs flexplane / ns-3 | ECN cuts flexplane / ns-3 |")
+        per_run = " per run" if len(fx) > 1 or len(ns) > 1 else ""
+        print(f"\n| size (pkts) | RTOs{per_run} flexplane / ns-3 | ECN cuts{per_run} flexplane / ns-3 |")
         print("|---|---|---|")
         for (name, _, _), x, y in zip(BUCKETS, ea, eb):
-            print(f"| {name} | {x['timeouts']} / {y['timeouts']} | {x['ecn_reductions']} / {y['ecn_reductions']} |")
+            print(f"| {name} | {count(x['timeouts'])} / {count(y['timeouts'])} "
+                  f"| {count(x['ecn_reductions'])} / {count(y['ecn_reductions'])} |")
     until = args.until_us
     if args.common_window:  # flexplane samples duration + drain; ns-3 stops at its last flow's end
-        ends = [e for e in (last_sample_us(fx), last_sample_us(ns)) if e is not None]
+        ends = [e for d in fx + ns if (e := last_sample_us(d)) is not None]
         if ends:
             until = min(ends + ([until] if until is not None else []))
             print(f"\nqueue samples until {until:.1f} us (the shorter run's last sample)")
@@ -206,22 +239,54 @@ def compare(args: argparse.Namespace) -> int:
                 counted["queue"][1] += not bad
             print(f"| {name} | {fmt(x)} | {fmt(y)} | {'**' if bad else ''}{d:+.1%}{'**' if bad else ''} |")
         print(f"| max | {fmt(qa.max)} | {fmt(qb.max)} | |")
+    if args.cmd == "ensemble":
+        spread(fx, ns, args)
     print("\nwithin tolerance" if ok else "\nOUTSIDE tolerance (marked **)")
     print(f"{counted['FCT'][1]} of {counted['FCT'][0]} FCT values within {args.fct_tol:.0%}, "
           f"{counted['queue'][1]} of {counted['queue'][0]} queue values within {args.queue_tol:.0%}")
     return 0 if ok else 1
 
 
+def spread(fx: list[Path], ns: list[Path], args: argparse.Namespace) -> None:
+    """How much single runs of each side vary: per bucket, the range of the
+    runs' mean and p99 FCT, and the larger distance of its ends from the
+    pooled value (what one run can be off by, on that side alone)."""
+    print("\nsingle runs' spread: range over the runs (largest distance from the side's pooled value)")
+    print("| size (pkts) | mean FCT flexplane | ns-3 | p99 FCT flexplane | ns-3 |")
+    print("|---|---|---|---|---|")
+    sides = []
+    for dirs, column in ((fx, "fct_us"), (ns, args.ns3_fct)):
+        sides.append((fct_buckets(dirs, column), [fct_buckets(d, column) for d in dirs]))
+
+    def cell(pooled: float, values: list[float]) -> str:
+        vals = [v for v in values if not math.isnan(v)]
+        if not vals or math.isnan(pooled) or pooled == 0:
+            return "-"
+        far = max(abs(v - pooled) for v in vals) / pooled
+        return f"{fmt(min(vals))}-{fmt(max(vals))} ({far:.0%})"
+
+    for i, (name, _, _) in enumerate(BUCKETS):
+        cells = []
+        for attr in ("mean_fct_us", "p99_fct_us"):
+            for pooled, runs in sides:
+                cells.append(cell(getattr(pooled[i], attr), [getattr(r[i], attr) for r in runs]))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("summary", "compare"):
+    for name in ("summary", "compare", "ensemble"):
         s = sub.add_parser(name)
         if name == "summary":
             s.add_argument("dir")
         else:
-            s.add_argument("flexplane")
-            s.add_argument("ns3")
+            if name == "compare":
+                s.add_argument("flexplane")
+                s.add_argument("ns3")
+            else:
+                s.add_argument("--flexplane", nargs="+", required=True, help="flexplane run folders")
+                s.add_argument("--ns3", nargs="+", required=True, help="ns-3 run folders")
             s.add_argument("--fct-tol", type=float, default=0.15)
             s.add_argument("--queue-tol", type=float, default=0.20)
             s.add_argument("--ns3-fct", default="fct_us", choices=("fct_us", "fct_with_handshake_us"),

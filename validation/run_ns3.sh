@@ -3,7 +3,7 @@
 # builds validation/ns3_star.cc against Debian's ns-3 3.37 and runs the
 # reference scenarios, each timed with /usr/bin/time -v.
 #
-#   validation/run_ns3.sh [--install] [--out DIR] [--all | SCENARIO...]
+#   validation/run_ns3.sh [--install] [--out DIR] [--trace CSV] [--all | SCENARIO...]
 #   validation/run_ns3.sh --list
 #
 #   --install   install ns3 libns3-dev libgsl-dev with apt if missing (not part
@@ -11,6 +11,8 @@
 #   --out DIR   results root (default results/validation/ns3); one folder per
 #               scenario with flows.csv, occupancy.csv, counters.csv,
 #               summary.yaml, time.txt (/usr/bin/time -v) and summary.md
+#   --trace CSV the web-search scenarios replay this trace instead of the
+#               committed one (validation/ensemble.sh: perturbed copies)
 #   --all       every scenario in --list (about an hour; the diagnostics of
 #               docs/validation.md's history included)
 #   SCENARIO    names from --list (default: the references, 9 scenarios,
@@ -100,12 +102,14 @@ for s in "${DEFAULT[@]}"; do
   [[ -n ${ARGS[$s]:-} ]] || { echo "run_ns3: default scenario '$s' is not defined" >&2; exit 2; }
 done
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while (($#)); do
   case $1 in
     --install) INSTALL=1 ;;
     --out) OUT=${2:?--out needs a folder}; shift ;;
+    --trace) [[ -f ${2:-} ]] || { echo "run_ns3: --trace needs an existing trace file" >&2; exit 2; }
+             for k in "${!ARGS[@]}"; do ARGS[$k]=${ARGS[$k]//--trace=$TRACE /--trace=$2 }; done; shift ;;
     --list) for s in "${ORDER[@]}"; do echo "$s: ${ARGS[$s]}"; done; exit 0 ;;
     --all) SCENARIOS=("${ORDER[@]}") ;;
     -h|--help) usage; exit 0 ;;
