@@ -143,8 +143,32 @@ def test_ensemble_pools_runs_and_reports_each_sides_spread(tmp_path: Path) -> No
     # p99s: flexplane 200 and 160 (-20 % from 200), ns-3 180 and 220 (-18 % from 220)
     assert "| 1-10 | 150.0-150.0 (0%) | 150.0-160.0 (3%) | 160.0-200.0 (20%) | 180.0-220.0 (18%) |" in r.stdout, \
         r.stdout
+    # halves (one run each here): they overlap on both values, so nothing is marked apart
+    assert "| 1-10 | 150.0, 150.0 | 150.0, 160.0 | 200.0, 160.0 | 180.0, 220.0 |" in r.stdout, r.stdout
     assert "2 of 2 FCT values within 15%" in r.stdout, r.stdout
+    # a flexplane side whose halves both lie below ns-3's: marked apart
+    low = [write_run(tmp_path / f"low{i}", {5: v}, queue) for i, v in enumerate(([50.0, 60.0], [55.0, 65.0]))]
+    r = subprocess.run([sys.executable, str(COMPARE), "ensemble", "--flexplane", *map(str, low),
+                        "--ns3", *map(str, ns)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "| 1-10 | 55.0, 60.0 | 150.0, 160.0 (apart) | 60.0, 65.0 | 180.0, 220.0 (apart) |" in r.stdout, r.stdout
     # one side only: an error, not a verdict
     r = subprocess.run([sys.executable, str(COMPARE), "ensemble", "--flexplane", str(fp[0])],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "--ns3" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--runs", "0", "websearch-newreno-droptail", "newreno-droptail"], "--runs must be a positive integer"),
+    (["--jitter", "x", "websearch-newreno-droptail", "newreno-droptail"], "--jitter must be a whole number"),
+    (["incast-dctcp-dctcp", "dctcp-dctcp"], "does not replay the web-search trace"),
+    (["websearch-no-such", "dctcp-dctcp"], "unknown ns-3 scenario 'websearch-no-such'"),
+    (["websearch-dctcp-dctcp", "no-such-variant"], "has no variant 'no-such-variant'"),
+])
+def test_ensemble_script_rejects_bad_arguments_before_running_anything(args: list[str], message: str,
+                                                                       tmp_path: Path) -> None:
+    r = subprocess.run([str(REPO / "validation" / "ensemble.sh"), "--out", str(tmp_path / "out"), *args],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

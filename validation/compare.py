@@ -23,7 +23,9 @@ occupancy.csv with `timeslot,time_us,router,port,packets,bytes`.
       queue samples are pooled (mean and p99 of every flow of every run; RTO
       counts are per run on average), then a table of the single runs'
       spread per side: the range of each value over the runs, and how far
-      the ends of that range lie from the side's pooled value.
+      the ends of that range lie from the side's pooled value; and each
+      side pooled over the first and the second half of its runs, marked
+      "(apart)" where the two sides' halves do not overlap.
 
 Standard library only, so it runs without the project's venv.
 """
@@ -270,6 +272,28 @@ def spread(fx: list[Path], ns: list[Path], args: argparse.Namespace) -> None:
         for attr in ("mean_fct_us", "p99_fct_us"):
             for pooled, runs in sides:
                 cells.append(cell(getattr(pooled[i], attr), [getattr(r[i], attr) for r in runs]))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if len(fx) < 2 or len(ns) < 2:
+        return
+    # The pooled values are estimates too: each side's two halves (first and
+    # second half of its runs) show how far they could move. Where the two
+    # sides' half ranges overlap, the runs cannot tell them apart.
+    print("\nhalves: each side pooled over the first and over the second half of its runs")
+    print("| size (pkts) | mean FCT flexplane | ns-3 | p99 FCT flexplane | ns-3 |")
+    print("|---|---|---|---|---|")
+    halves = [(fct_buckets(d[: len(d) // 2], c), fct_buckets(d[len(d) // 2:], c))
+              for d, c in ((fx, "fct_us"), (ns, args.ns3_fct))]
+    for i, (name, _, _) in enumerate(BUCKETS):
+        cells = []
+        for attr in ("mean_fct_us", "p99_fct_us"):
+            ranges = []
+            for a, b in halves:
+                x, y = getattr(a[i], attr), getattr(b[i], attr)
+                ranges.append((min(x, y), max(x, y)))
+                cells.append("-" if math.isnan(x) or math.isnan(y) else f"{fmt(x)}, {fmt(y)}")
+            (lo1, hi1), (lo2, hi2) = ranges
+            if not any(math.isnan(v) for v in (lo1, hi1, lo2, hi2)) and (hi1 < lo2 or hi2 < lo1):
+                cells[-1] += " (apart)"
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
