@@ -432,3 +432,23 @@ def test_fat_tree_runs_with_per_tier_schemes_and_identical_files_on_one_and_two_
     bad = write(tmp_path, FAT_TREE.replace("packet_log: true}", "packet_log: true, placement: by_pod}"), "bad.yaml")
     r = run("check", str(bad))
     assert r.returncode == 2 and "run.placement" in r.stderr and "by_pod" in r.stderr
+
+
+def test_closed_loop_metadata_records_every_transport_parameter(tmp_path: Path) -> None:
+    """metadata.yaml's transport_params: each parameter's resolved value, the
+    ones the config left out at their defaults, so a run says whether its
+    senders had SACK."""
+    cfg = write(tmp_path, SMALL + "transport: {kind: newreno, sack: true, sack_blocks: 4, min_rto_us: 500}\n")
+    r = run("run", str(cfg), "--quiet", "--out", str(tmp_path / "out"), "--cores", "1")
+    assert r.returncode == 0, r.stderr
+    meta = yaml.safe_load((tmp_path / "out" / "metadata.yaml").read_text())
+    assert meta["transport"] == "reno"
+    params = meta["transport_params"]
+    assert params["sack"] is True and params["sack_blocks"] == 4 and params["min_rto_us"] == 500
+    assert params["initial_cwnd_pkts"] == 10 and params["rto_every_partial_ack"] is False  # defaults
+    res = meta["results"]  # closed loop: nothing is lost for good; a long flow may still be sending
+    assert res["flows"] > 0 and res["unfinished_lost"] == 0
+    assert res["finished"] + res["unfinished_in_flight"] == res["flows"]
+    bad = write(tmp_path, SMALL + "transport: {kind: pfabric, sack: true}\n", "bad.yaml")
+    r = run("check", str(bad))
+    assert r.returncode == 2 and "sack applies to reno, ecn and dctcp" in r.stderr, r.stderr

@@ -48,6 +48,10 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
     y << YAML::Key << "ack_queueing" << YAML::Value << ack_queueing_name(c.transport.ack_queueing);
     if (c.transport.ack_queueing != AckQueueing::kNone)
       y << YAML::Key << "ack_queueing_nic" << YAML::Value << c.transport.ack_queueing_nic;
+    y << YAML::Key << "transport_params" << YAML::Value << YAML::BeginMap;  // every one, defaults included
+    for (const auto& [k, v] : transport_param_schema().show(c.transport.params))
+      y << YAML::Key << k << YAML::Value << v;
+    y << YAML::EndMap;
   }
   y << YAML::Key << "routers" << YAML::Value << YAML::BeginMap;
   for (size_t i = 0; i < routers.size(); ++i) {
