@@ -14,16 +14,7 @@ using namespace flexplane::test;
 namespace {
 constexpr uint64_t U = TcpSender::kCwndUnit;
 
-TransportSettings reno(uint32_t iw, uint32_t ssthresh = 0) {
-  TransportSettings s;
-  s.kind = TransportKind::kReno;
-  s.initial_cwnd_pkts = iw;
-  s.initial_ssthresh_pkts = ssthresh;
-  s.min_rto = 10;
-  s.initial_rto = 10;
-  s.max_rto = 1000;
-  return s;
-}
+TransportSettings reno(uint32_t iw, uint32_t ssthresh = 0) { return reno_settings(iw, ssthresh); }
 
 std::vector<Timeslot> times_of(const TestLoop& loop) {
   std::vector<Timeslot> t;

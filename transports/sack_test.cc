@@ -16,15 +16,7 @@ namespace {
 constexpr uint64_t U = TcpSender::kCwndUnit;
 
 TransportSettings sack_reno(uint32_t iw, uint32_t ssthresh = 0, uint32_t blocks = 3) {
-  TransportSettings s;
-  s.kind = TransportKind::kReno;
-  s.initial_cwnd_pkts = iw;
-  s.initial_ssthresh_pkts = ssthresh;
-  s.min_rto = 10;
-  s.initial_rto = 10;
-  s.max_rto = 1000;
-  s.sack_blocks = blocks;
-  return s;
+  return reno_settings(iw, ssthresh, blocks);
 }
 
 std::vector<SackBlock> blocks(const Ack& a) { return {a.sack, a.sack + a.sack_count}; }
@@ -167,15 +159,13 @@ TEST_CASE("sack: fast retransmit on the third SACKed duplicate, cwnd = ssthresh,
   REQUIRE(s.pipe() == 4);
   loop.run_until(17);
   REQUIRE(loop.ack_at(13)->cwnd_units == 3584);  // duplicates do not inflate the window
-  REQUIRE(loop.send_times(12) == std::vector<Timeslot>{14});
-  REQUIRE(loop.send_times(13) == std::vector<Timeslot>{15});
   REQUIRE(loop.ack_at(16)->ack.cum_ack == 12);
   REQUIRE_FALSE(s.in_fast_recovery());
-  REQUIRE(loop.send_times(14) == std::vector<Timeslot>{16});
+  // One hole: the same sends as NewReno's inflated window gives (reno_test), here by pipe.
+  for (uint32_t seq : {12u, 13u, 14u}) REQUIRE(loop.send_times(seq) == std::vector<Timeslot>{seq + 2});
   loop.run_until_done(200);
-  REQUIRE(s.stats().fast_retransmits == 1);
-  REQUIRE(s.stats().retransmits == 1);
-  REQUIRE(s.stats().timeouts == 0);
+  const SenderStats& st = s.stats();
+  REQUIRE((st.fast_retransmits == 1 && st.retransmits == 1 && st.timeouts == 0));
   REQUIRE(s.scoreboard().sacked() + s.scoreboard().lost() + s.scoreboard().resent() == 0);
 }
 

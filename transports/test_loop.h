@@ -32,6 +32,21 @@ struct LoopConfig {
   size_t mark_above = ~size_t{0};
 };
 
+// The settings reno_test.cc's and sack_test.cc's traces are derived with:
+// min and initial RTO 10 timeslots, backed off up to 1000; SACK off unless
+// `sack_blocks` is given.
+inline TransportSettings reno_settings(uint32_t iw, uint32_t ssthresh = 0, uint32_t sack_blocks = 0) {
+  TransportSettings s;
+  s.kind = TransportKind::kReno;
+  s.initial_cwnd_pkts = iw;
+  s.initial_ssthresh_pkts = ssthresh;
+  s.min_rto = 10;
+  s.initial_rto = 10;
+  s.max_rto = 1000;
+  s.sack_blocks = sack_blocks;
+  return s;
+}
+
 struct SentEvent {
   Timeslot t;
   Segment seg;
