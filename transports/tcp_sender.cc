@@ -64,7 +64,7 @@ bool TcpSender::sack_can_send() const {
          (in_recovery_ && sb_.next_unsacked());
 }
 
-// RFC 6675 NextSeg, after the head a new recovery resends at once.
+// RFC 6675 NextSeg; a pending resend of the head (recovery's start, a partial ACK) goes first.
 Segment TcpSender::sack_next_segment() {
   Segment seg;
   seg.retransmit = true;

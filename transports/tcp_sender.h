@@ -20,14 +20,16 @@
 //   once (Linux and ns-3 reach the same value over one RTT with PRR); no growth
 //   until the window ends; CWR rides on the next new data segment. Losses are
 //   handled as in reno (RFC 8257 §3.5: a DCTCP sender halves on loss).
-// - With SACK (`sack_blocks` > 0), loss recovery is RFC 6675 as ns-3 and
-//   Linux run it (SackScoreboard): a duplicate ACK is one that SACKs new
+// - With SACK (`sack_blocks` > 0), loss recovery is RFC 6675 as ns-3 runs
+//   it with classic recovery (SackScoreboard; Linux adds PRR and RACK, not
+//   modelled): a duplicate ACK is one that SACKs new
 //   data; recovery starts on `dupack_threshold` of them or once the head is
 //   lost (dupack_threshold SACKed packets above it), sets ssthresh as above
 //   and cwnd = ssthresh (no inflation), resends the head at once and then
 //   sends while pipe < cwnd, choosing by NextSeg: lost packets first, then
-//   new data, then (in recovery) unSACKed packets not yet resent. Partial
-//   ACKs neither deflate nor force a resend. A timeout marks every unSACKed
+//   new data, then (in recovery) unSACKed packets not yet resent. A partial
+//   ACK does not deflate; it resends the new head at once unless that was
+//   resent already (ns-3 does so with SACK). A timeout marks every unSACKed
 //   packet lost and resends them in order, skipping SACKed ones, instead of
 //   going back N. Outside recovery, pipe (not snd_nxt - snd_una) is what the
 //   window limits, so SACKed duplicates give limited transmit (RFC 3042).
