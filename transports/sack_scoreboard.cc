@@ -4,26 +4,14 @@
 
 namespace flexplane {
 
-SackScoreboard::SackScoreboard(uint32_t dupthresh, uint32_t initial_ring) : dupthresh_(std::max(dupthresh, 1u)) {
-  uint32_t size = 16;
-  while (size < initial_ring) size *= 2;
-  ring_.assign(size, 0);
-  mask_ = size - 1;
+SackScoreboard::SackScoreboard(uint32_t dupthresh, uint32_t initial_ring)
+    : dupthresh_(std::max(dupthresh, 1u)), ring_(initial_ring) {
   top_.reserve(dupthresh_);
-}
-
-void SackScoreboard::grow() {
-  const uint32_t size = static_cast<uint32_t>(ring_.size()) * 2;
-  std::vector<uint8_t> bigger(size, 0);
-  for (uint32_t s = una_; s != high_; ++s) bigger[s & (size - 1)] = flags(s);
-  ring_.swap(bigger);
-  mask_ = size - 1;
 }
 
 void SackScoreboard::on_send(uint32_t seq, bool retransmit) {
   if (seq == high_) {
-    if (high_ - una_ == ring_.size()) grow();
-    ++high_;
+    ring_.fit(una_, ++high_);
     flags(seq) = 0;
   }
   if (retransmit && seq >= una_ && seq < high_ && !(flags(seq) & (kResent | kSacked))) {

@@ -1,8 +1,7 @@
 // The sender's SACK scoreboard (RFC 6675) over abstract packets.
 //
 // Principles
-// - One flag byte per outstanding seq in [una, high), in a ring indexed by
-//   seq & mask that doubles when the window outgrows it: SACKed, and
+// - One flag byte per outstanding seq in [una, high) (SeqRing): SACKed, and
 //   retransmitted since the last timeout (RFC 6675's HighRxt, kept per seq as
 //   ns-3 does, so a timeout can make every segment eligible again).
 // - Loss (RFC 6675 IsLost): an unSACKed seq is lost once `dupthresh` SACKed
@@ -30,6 +29,7 @@
 #include <optional>
 #include <vector>
 
+#include "transports/seq_ring.h"
 #include "transports/transport.h"
 
 namespace flexplane {
@@ -69,9 +69,8 @@ class SackScoreboard {
 
  private:
   static constexpr uint8_t kSacked = 1, kResent = 2;
-  uint8_t flags(uint32_t seq) const { return ring_[seq & mask_]; }
-  uint8_t& flags(uint32_t seq) { return ring_[seq & mask_]; }
-  void grow();
+  uint8_t flags(uint32_t seq) const { return ring_[seq]; }
+  uint8_t& flags(uint32_t seq) { return ring_[seq]; }
   void note_sacked(uint32_t seq);  // keeps the dupthresh highest SACKed seqs
 
   uint32_t dupthresh_;
@@ -79,8 +78,7 @@ class SackScoreboard {
   uint32_t lost_end_ = 0;   // unSACKed seqs below it are lost
   uint32_t sacked_ = 0, lost_ = 0, resent_ = 0;
   std::vector<uint32_t> top_;  // the highest SACKed seqs, descending, at most dupthresh
-  std::vector<uint8_t> ring_;
-  uint32_t mask_;
+  SeqRing<uint8_t> ring_;
   mutable uint32_t lost_cursor_ = 0, unsacked_cursor_ = 0;
 };
 

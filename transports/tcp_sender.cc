@@ -8,21 +8,14 @@ namespace {
 constexpr uint64_t kUnit = TcpSender::kCwndUnit;
 constexpr uint64_t kUnlimited = uint64_t{1} << 62;
 
-uint32_t ring_size_for(uint64_t n) {
-  uint32_t c = 16;
-  while (c < n) c *= 2;
-  return c;
-}
 }  // namespace
 
 TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Timeslot base_rtt)
     : s_(settings),
       size_(size_pkts),
       fast_retransmit_(settings.kind != TransportKind::kPfabric),
-      sack_(settings.sack_blocks > 0 && fast_retransmit_),
       alpha_(settings.dctcp_g, settings.dctcp_initial_alpha),
-      rtt_(settings.min_rto, settings.max_rto, settings.initial_rto),
-      sb_(settings.dupack_threshold) {
+      rtt_(settings.min_rto, settings.max_rto, settings.initial_rto) {
   if (size_pkts == 0) throw ConfigError("transport: a flow carries at least 1 packet");
   uint64_t iw = s_.initial_cwnd_pkts;
   if (s_.kind == TransportKind::kPfabric) {
@@ -36,9 +29,8 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
   }
   cwnd_ = std::min<uint64_t>(std::max<uint64_t>(iw, 1), s_.max_cwnd_pkts) * kUnit;
   ssthresh_ = s_.initial_ssthresh_pkts ? uint64_t{s_.initial_ssthresh_pkts} * kUnit : kUnlimited;
-  const uint32_t ring = ring_size_for(std::min<uint64_t>(size_, std::max<uint64_t>(2 * iw, 16)));
-  sent_.assign(ring, 0);
-  sent_mask_ = ring - 1;
+  sent_ = SeqRing<Timeslot>(std::min<uint64_t>(size_, std::max<uint64_t>(2 * iw, 16)));
+  if (s_.sack_blocks > 0 && fast_retransmit_) sb_.emplace(s_.dupack_threshold);
 }
 
 Timeslot TcpSender::rto() const { return fixed_rto_ ? fixed_rto_ : rtt_.rto(); }
@@ -46,7 +38,7 @@ Timeslot TcpSender::rto() const { return fixed_rto_ ? fixed_rto_ : rtt_.rto(); }
 bool TcpSender::can_send() const {
   if (done()) return false;
   if (rtx_pending_) return true;
-  if (sack_) return sack_can_send();
+  if (sb_) return sack_can_send();
   if (snd_nxt_ >= size_) return false;
   uint64_t window = cwnd_ / kUnit;
   // RFC 3042 limited transmit: one new segment for each of the first two
@@ -59,9 +51,9 @@ bool TcpSender::can_send() const {
 
 bool TcpSender::sack_can_send() const {
   const uint64_t window = std::min<uint64_t>(cwnd_ / kUnit, s_.max_cwnd_pkts);
-  if (sb_.pipe() >= window) return false;
-  return sb_.next_lost() || (snd_nxt_ < size_ && high_tx_ - snd_una_ < s_.max_cwnd_pkts) ||
-         (in_recovery_ && sb_.next_unsacked());
+  if (sb_->pipe() >= window) return false;
+  return sb_->next_lost() || (snd_nxt_ < size_ && high_tx_ - snd_una_ < s_.max_cwnd_pkts) ||
+         (in_recovery_ && sb_->next_unsacked());
 }
 
 // RFC 6675 NextSeg; a pending resend of the head (recovery's start, a partial ACK) goes first.
@@ -71,22 +63,22 @@ Segment TcpSender::sack_next_segment() {
   if (rtx_pending_) {
     rtx_pending_ = false;
     seg.seq = snd_una_;
-  } else if (auto lost = sb_.next_lost()) {
+  } else if (auto lost = sb_->next_lost()) {
     seg.seq = *lost;                                                    // rule 1
   } else if (snd_nxt_ < size_ && high_tx_ - snd_una_ < s_.max_cwnd_pkts) {
     seg.seq = snd_nxt_++;                                               // rule 2
     high_tx_ = snd_nxt_;
     seg.retransmit = false;
   } else {
-    seg.seq = *sb_.next_unsacked();                                     // rule 3 (in recovery)
+    seg.seq = *sb_->next_unsacked();                                     // rule 3 (in recovery)
   }
-  sb_.on_send(seg.seq, seg.retransmit);
+  sb_->on_send(seg.seq, seg.retransmit);
   return seg;
 }
 
 void TcpSender::sack_maybe_enter_recovery() {
   if (in_recovery_ || snd_una_ < recover_ || high_tx_ == snd_una_) return;
-  if (dupacks_ >= s_.dupack_threshold || sb_.is_lost(snd_una_)) enter_fast_recovery();
+  if (dupacks_ >= s_.dupack_threshold || sb_->is_lost(snd_una_)) enter_fast_recovery();
 }
 
 Timeslot TcpSender::quiet_until(Timeslot now, Timeslot earliest_ack) const {
@@ -136,9 +128,9 @@ void TcpSender::react_to_ece() {
 void TcpSender::enter_fast_recovery() {
   ++stats_.fast_retransmits;
   ssthresh_ = loss_ssthresh();
-  cwnd_ = sack_ ? ssthresh_ : ssthresh_ + 3 * kUnit;  // RFC 6675 (4.2): no inflation, pipe counts
+  cwnd_ = sb_ ? ssthresh_ : ssthresh_ + 3 * kUnit;  // RFC 6675 (4.2): no inflation, pipe counts
   ca_acked_ = 0;
-  if (sack_) sb_.mark_lost_below(snd_una_ + 1);
+  if (sb_) sb_->mark_lost_below(snd_una_ + 1);
   in_recovery_ = true;
   first_partial_ = true;
   recover_ = high_tx_;
@@ -160,7 +152,7 @@ void TcpSender::handle_dupack() {
 
 void TcpSender::maybe_sample_rtt(uint32_t trigger, uint32_t cum_ack, Timeslot now) {
   if (fixed_rto_ || trigger < snd_una_ || trigger >= cum_ack) return;
-  const Timeslot sent = sent_[trigger & sent_mask_];
+  const Timeslot sent = sent_[trigger];
   if (sent & kRetxBit) return;  // Karn: ambiguous
   rtt_.sample(now - sent);
 }
@@ -188,9 +180,9 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
     consecutive_timeouts_ = 0;
   }
   uint32_t fresh_sacks = 0;
-  if (sack_) {
-    if (acked) sb_.on_cum_ack(snd_una_);
-    fresh_sacks = sb_.on_sack(a);
+  if (sb_) {
+    if (acked) sb_->on_cum_ack(snd_una_);
+    fresh_sacks = sb_->on_sack(a);
     stats_.sacked_segments += fresh_sacks;
   }
   if (s_.kind == TransportKind::kDctcp) alpha_.on_ack(acked ? acked : 1, a.ece, snd_una_, high_tx_);
@@ -205,7 +197,7 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
   }
 
   if (!acked) {
-    if (!sack_) {
+    if (!sb_) {
       handle_dupack();
     } else if (fresh_sacks) {  // RFC 6675: a duplicate ACK is one that SACKs new data
       ++stats_.dup_acks;
@@ -222,11 +214,11 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
       rtx_pending_ = false;  // the hole was filled before the retransmission left
     } else {  // partial ACK (RFC 6582): the next hole is lost too
       ++stats_.partial_acks;
-      if (!sack_) {
+      if (!sb_) {
         rtx_pending_ = true;
         const uint64_t dec = uint64_t{acked} * kUnit;
         cwnd_ = (cwnd_ > dec ? cwnd_ - dec : 0) + kUnit;
-      } else if (!sb_.is_resent(snd_una_)) {
+      } else if (!sb_->is_resent(snd_una_)) {
         // With SACK, pipe needs no deflation; the new head is resent at
         // once unless it was already (RFC 6582's partial-ACK rule, which
         // ns-3 keeps with SACK; Linux's RACK also deems it lost soon).
@@ -243,7 +235,7 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
   } else {
     dupacks_ = 0;
     if (!reduced && snd_una_ > ecn_recover_) grow(acked);
-    if (sack_) sack_maybe_enter_recovery();  // the new head may already have enough SACKed above it
+    if (sb_) sack_maybe_enter_recovery();  // the new head may already have enough SACKed above it
   }
   restart_timer(now);
 }
@@ -259,7 +251,7 @@ void TcpSender::on_timer(Timeslot now) {
   dupacks_ = 0;
   rtx_pending_ = false;
   recover_ = high_tx_;
-  if (sack_) sb_.on_timeout();  // resend every unSACKed packet, skipping SACKed ones
+  if (sb_) sb_->on_timeout();  // resend every unSACKed packet, skipping SACKed ones
   else snd_nxt_ = snd_una_;     // go-back-N from the first unacknowledged packet
   cwr_pending_ = ecn_capable();
   if (!fixed_rto_) rtt_.backoff();
@@ -267,18 +259,8 @@ void TcpSender::on_timer(Timeslot now) {
 }
 
 void TcpSender::record_sent(uint32_t seq, Timeslot now, bool retransmit) {
-  if (uint64_t{high_tx_} - snd_una_ > sent_.size()) {
-    // The window outgrew the ring: double it, keeping [snd_una, high_tx) (seq
-    // is at most high_tx - 1 and was not in the ring yet).
-    uint32_t size = static_cast<uint32_t>(sent_.size());
-    while (uint64_t{high_tx_} - snd_una_ > size) size *= 2;
-    std::vector<Timeslot> bigger(size, 0);
-    for (uint32_t s = snd_una_; s < high_tx_; ++s)
-      if (s != seq) bigger[s & (size - 1)] = sent_[s & sent_mask_];
-    sent_.swap(bigger);
-    sent_mask_ = size - 1;
-  }
-  sent_[seq & sent_mask_] = now | (retransmit ? kRetxBit : 0);
+  sent_.fit(snd_una_, high_tx_);  // seq < high_tx
+  sent_[seq] = now | (retransmit ? kRetxBit : 0);
   ++stats_.segments_sent;
   if (retransmit) ++stats_.retransmits;
   if (rto_deadline_ == kNever) rto_deadline_ = now + rto();
@@ -287,7 +269,7 @@ void TcpSender::record_sent(uint32_t seq, Timeslot now, bool retransmit) {
 std::optional<Segment> TcpSender::next_send(Timeslot now) {
   if (!can_send()) return std::nullopt;
   Segment seg;
-  if (sack_) {
+  if (sb_) {
     seg = sack_next_segment();
   } else if (rtx_pending_) {
     rtx_pending_ = false;

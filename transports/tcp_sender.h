@@ -53,6 +53,7 @@
 #include "transports/dctcp_alpha.h"
 #include "transports/rtt_estimator.h"
 #include "transports/sack_scoreboard.h"
+#include "transports/seq_ring.h"
 #include "transports/transport.h"
 
 namespace flexplane {
@@ -108,10 +109,10 @@ class TcpSender {
   uint32_t snd_nxt() const { return snd_nxt_; }
   uint32_t high_tx() const { return high_tx_; }
   uint32_t in_flight() const { return snd_nxt_ - snd_una_; }
-  bool sack() const { return sack_; }
+  bool sack() const { return sb_.has_value(); }
   // What the window limits: RFC 6675's pipe with SACK, snd_nxt - snd_una without.
-  uint32_t pipe() const { return sack_ ? sb_.pipe() : in_flight(); }
-  const SackScoreboard& scoreboard() const { return sb_; }
+  uint32_t pipe() const { return sb_ ? sb_->pipe() : in_flight(); }
+  const SackScoreboard& scoreboard() const { return *sb_; }  // with SACK only
   bool in_fast_recovery() const { return in_recovery_; }
   uint32_t dup_acks() const { return dupacks_; }
   Timeslot rto() const;
@@ -138,7 +139,6 @@ class TcpSender {
   TransportSettings s_;
   uint32_t size_;
   bool fast_retransmit_;     // false for pfabric
-  bool sack_;                // SACK and RFC 6675 recovery
   Timeslot fixed_rto_ = 0;   // pfabric: no estimator, no backoff
 
   // Sequence space (packets): [snd_una, snd_nxt) in flight, high_tx = highest sent + 1.
@@ -164,13 +164,11 @@ class TcpSender {
   Timeslot rto_deadline_ = kNever;
   uint32_t consecutive_timeouts_ = 0;
 
-  // Send time of each outstanding seq (ring indexed by seq & mask); top bit =
-  // retransmitted.
+  // Send time of each outstanding seq; top bit = retransmitted.
   static constexpr Timeslot kRetxBit = Timeslot{1} << 63;
-  std::vector<Timeslot> sent_;
-  uint32_t sent_mask_ = 0;
+  SeqRing<Timeslot> sent_;
 
-  SackScoreboard sb_;  // used only with SACK
+  std::optional<SackScoreboard> sb_;  // SACK and RFC 6675 recovery; none without SACK
 
   SenderStats stats_;
 };

@@ -51,6 +51,11 @@ void TransportParams::validate(const std::string& where) const {
     throw ConfigError(where + ": initial_rto_us is smaller than min_rto_us (0 means: use min_rto_us)");
 }
 
+void TransportParams::validate_for(TransportKind kind, const std::string& where) const {
+  if (sack && kind == TransportKind::kPfabric)
+    throw ConfigError(where + ": sack applies to reno, ecn and dctcp (pfabric has no fast retransmit)");
+}
+
 const ParamSchema<TransportParams>& transport_param_schema() {
   using P = TransportParams;
   static const ParamSchema<P> schema({
@@ -109,8 +114,7 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.pfabric_initial_cwnd_pkts = p.pfabric_initial_cwnd_pkts;
   s.pfabric_rto = p.pfabric_rto_us > 0 ? us_to_timeslots(p.pfabric_rto_us, timeslot_ns) : 0;
   s.rto_every_partial_ack = p.rto_every_partial_ack;
-  if (p.sack && kind == TransportKind::kPfabric)
-    throw ConfigError("transport pfabric: sack applies to reno, ecn and dctcp (pfabric has no fast retransmit)");
+  p.validate_for(kind, std::string("transport ") + transport_kind_name(kind) + ": sack");
   s.sack_blocks = p.sack ? p.sack_blocks : 0;
   return s;
 }

@@ -100,6 +100,8 @@ struct TransportParams {
   uint32_t sack_blocks = 3;                // SACK blocks per ACK (3: Linux with timestamps; 4: without)
 
   void validate(const std::string& where) const;
+  // What depends on the kind too (sack: not for pfabric); `where` names the field.
+  void validate_for(TransportKind kind, const std::string& where) const;
 };
 const ParamSchema<TransportParams>& transport_param_schema();
 

@@ -85,10 +85,14 @@ def read_flows(run_dir: Path, column: str) -> list[dict[str, str]]:
     return rows
 
 
+def as_list(run_dirs: Path | list[Path]) -> list[Path]:
+    """One run folder, or several to pool."""
+    return run_dirs if isinstance(run_dirs, list) else [run_dirs]
+
+
 def fct_buckets(run_dirs: Path | list[Path], column: str = "fct_us") -> list[BucketStats]:
     """Per bucket over the flows of one run, or of several pooled."""
-    dirs = run_dirs if isinstance(run_dirs, list) else [run_dirs]
-    rows = [r for d in dirs for r in read_flows(d, column)]
+    rows = [r for d in as_list(run_dirs) for r in read_flows(d, column)]
     out = []
     for name, lo, hi in BUCKETS:
         sel = [r for r in rows if lo <= int(r["size_pkts"]) <= hi]
@@ -105,7 +109,7 @@ EVENT_COLUMNS = ("timeouts", "ecn_reductions")
 def event_counts(run_dirs: Path | list[Path]) -> list[dict[str, float]] | None:
     """Per bucket, the sum of each EVENT_COLUMNS column (per run on average
     over several); None if one is missing."""
-    dirs = run_dirs if isinstance(run_dirs, list) else [run_dirs]
+    dirs = as_list(run_dirs)
     out = [{c: 0.0 for c in EVENT_COLUMNS} for _ in BUCKETS]
     for d in dirs:
         rows = list(csv.DictReader((d / "flows.csv").open()))
@@ -144,8 +148,7 @@ def queue_stats(run_dirs: Path | list[Path], port: int | None, t0: float | None,
     that size (ns-3's queues hold ACKs too: 40-byte packets that count as
     one packet each but weigh ~3 % of a data packet). Several runs: their
     samples pooled."""
-    dirs = run_dirs if isinstance(run_dirs, list) else [run_dirs]
-    paths = [d / "occupancy.csv" for d in dirs]
+    paths = [d / "occupancy.csv" for d in as_list(run_dirs)]
     if not all(p.is_file() for p in paths):
         return None
     vals = []

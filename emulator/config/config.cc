@@ -163,9 +163,7 @@ TransportConfig parse_transport(const YAML::Node& n, const std::string& file) {
   if (t.params.ack_every_pkts != 1)
     throw ConfigError(where(file, n["ack_every_pkts"], "transport.ack_every_pkts") +
                       ": delayed ACKs are modelled (transports/receiver.h) but not yet driven by the engine; use 1");
-  if (t.params.sack && t.kind == TransportKind::kPfabric)
-    throw ConfigError(where(file, n["sack"], "transport.sack") +
-                      ": sack applies to reno, ecn and dctcp (pfabric has no fast retransmit)");
+  t.params.validate_for(t.kind, where(file, n["sack"] ? n["sack"] : n, "transport.sack"));
   return t;
 }
 

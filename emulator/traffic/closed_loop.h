@@ -112,6 +112,17 @@ struct AckQueueStats {
   uint64_t unqueued = 0;    // ACKs with no route back from their destination's ToR (no port to read): fixed latency
   WaitHistogram nic_waits;   // per ACK that went on: its wait in the receiver's NIC FIFO
   WaitHistogram port_waits;  // ... in its first reverse port
+
+  void merge(const AckQueueStats& o) {  // another group's
+    acks += o.acks;
+    lost += o.lost;
+    waited += o.waited;
+    waited_nic += o.waited_nic;
+    max_wait = std::max(max_wait, o.max_wait);
+    unqueued += o.unqueued;
+    nic_waits.merge(o.nic_waits);
+    port_waits.merge(o.port_waits);
+  }
 };
 
 // Data segments' waits in their senders' NIC FIFOs, from joining the FIFO
@@ -121,6 +132,13 @@ struct NicWaitStats {
   uint64_t max_wait = 0;
   WaitHistogram waits;
   uint64_t timeouts_with_data_in_nic = 0;  // RTOs that fired while a segment of the flow waited in its NIC
+
+  void merge(const NicWaitStats& o) {  // another group's
+    waited += o.waited;
+    max_wait = std::max(max_wait, o.max_wait);
+    waits.merge(o.waits);
+    timeouts_with_data_in_nic += o.timeouts_with_data_in_nic;
+  }
 };
 
 // Per flow, written by the source's core; read after the run.

@@ -164,34 +164,23 @@ void FlowTraffic::set_group_router(const std::vector<EndpointId>& group, const R
   if (closed_loop_ && !group.empty()) closed_loop_->tor.at(closed_loop_->group_of.at(group.front())) = &tor;
 }
 
-AckQueueStats FlowTraffic::ack_queue_stats() const {
-  AckQueueStats sum;
-  if (!closed_loop_) return sum;
-  for (uint32_t g = 0; g < closed_loop_->num_groups; ++g) {
-    const AckQueueStats& s = closed_loop_->ack_stats[g].s;
-    sum.acks += s.acks;
-    sum.lost += s.lost;
-    sum.waited += s.waited;
-    sum.waited_nic += s.waited_nic;
-    sum.max_wait = std::max(sum.max_wait, s.max_wait);
-    sum.unqueued += s.unqueued;
-    sum.nic_waits.merge(s.nic_waits);
-    sum.port_waits.merge(s.port_waits);
-  }
+namespace {
+// One per-group statistic summed over the groups (zeros when open loop).
+template <class Group>
+auto sum_groups(const ClosedLoopShared* cl, std::unique_ptr<Group[]> ClosedLoopShared::*per_group) {
+  decltype(Group::s) sum;
+  if (!cl) return sum;
+  for (uint32_t g = 0; g < cl->num_groups; ++g) sum.merge((cl->*per_group)[g].s);
   return sum;
+}
+}  // namespace
+
+AckQueueStats FlowTraffic::ack_queue_stats() const {
+  return sum_groups(closed_loop_.get(), &ClosedLoopShared::ack_stats);
 }
 
 NicWaitStats FlowTraffic::nic_wait_stats() const {
-  NicWaitStats sum;
-  if (!closed_loop_) return sum;
-  for (uint32_t g = 0; g < closed_loop_->num_groups; ++g) {
-    const NicWaitStats& s = closed_loop_->nic_stats[g].s;
-    sum.waited += s.waited;
-    sum.max_wait = std::max(sum.max_wait, s.max_wait);
-    sum.waits.merge(s.waits);
-    sum.timeouts_with_data_in_nic += s.timeouts_with_data_in_nic;
-  }
-  return sum;
+  return sum_groups(closed_loop_.get(), &ClosedLoopShared::nic_stats);
 }
 
 std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
