@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import math
 import sys
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ class QueueStats:
     max: float
 
 
+@functools.lru_cache(maxsize=None)  # ensemble reads each run for the pooled, single-run and half tables
 def read_flows(run_dir: Path, column: str) -> list[dict[str, str]]:
     path = run_dir / "flows.csv"
     if not path.is_file():
