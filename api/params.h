@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -31,10 +32,22 @@ class ConfigError : public std::runtime_error {
 
 // key -> value as written in the config, in file order; `where` says which
 // file/section they came from (e.g. "exp.yaml: routers.tor.queue_manager").
+// `key_where` optionally says where one key was written ("exp.yaml:6:7:
+// routers.tor.queue_manager.k_pkts"): errors about that key name it instead.
 struct ParamValues {
   std::vector<std::pair<std::string, std::string>> entries;
   std::string where;
+  std::map<std::string, std::string> key_where;
   void set(std::string key, std::string value) { entries.emplace_back(std::move(key), std::move(value)); }
+  void set(std::string key, std::string value, const std::string& at) {
+    if (at.empty()) key_where.erase(key);
+    else key_where[key] = at;
+    set(std::move(key), std::move(value));
+  }
+  const std::string& where_of(const std::string& key) const {
+    const auto it = key_where.find(key);
+    return it == key_where.end() ? where : it->second;
+  }
 };
 
 namespace params_detail {
@@ -181,14 +194,15 @@ class ParamSchema {
     P p{};
     const std::string where = values.where.empty() ? component : values.where + " (" + component + ")";
     for (const auto& [key, value] : values.entries) {
+      const std::string at = values.key_where.count(key) ? values.where_of(key) + " (" + component + ")" : where;
       const ParamDesc* d = find(key);
       if (!d) {
         std::string known;
         for (const auto& x : descs_) known += (known.empty() ? "" : ", ") + x.name;
-        throw ConfigError(where + ": unknown parameter '" + key + "'" +
+        throw ConfigError(at + ": unknown parameter '" + key + "'" +
                           (known.empty() ? " (this component takes no parameters)" : " (known: " + known + ")"));
       }
-      d->apply(&p, value, where);
+      d->apply(&p, value, at);
     }
     if constexpr (has_validate<P>::value) p.validate(where);
     return p;
