@@ -6,8 +6,11 @@
     scripts/lab plot DIR
     scripts/lab schema
 
-Exit status: 0 ok; 1 a run failed; 2 a bad experiment file or arguments;
-130 interrupted (everything started was torn down).
+Exit status: 0 ok; 1 a run failed; 2 a bad experiment file or arguments
+(found by the validation `check` and `run` share: validation.py; `run`
+creates nothing before it passes); 130 interrupted (everything started was
+torn down). Every message is one `error: ...` line naming the file and the
+field or the option, with control characters escaped (names.printable).
 """
 from __future__ import annotations
 
@@ -15,11 +18,11 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from flexlab.backends import BACKENDS
 from flexlab.errors import Interrupted, LabError, SpecError
+from flexlab.names import check_prefix, printable
 from flexlab.spec import describe_schema, load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,39 +49,46 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("schema", help="print every experiment-file field with its default")
     a = ap.parse_args(argv)
     try:
-        if a.cmd == "schema":
-            print(describe_schema())
-            return 0
-        if a.cmd == "cleanup":
-            removed = []
-            for b in BACKENDS.values():
-                removed += b.cleanup(a.prefix)
-            print("\n".join(f"removed {x}" for x in removed) if removed else f"nothing left with prefix '{a.prefix}'")
-            return 0
-        if a.cmd == "plot":
-            return subprocess.call([sys.executable, str(REPO / "plots" / "plot_lab.py"), a.dir])
-        exp = load_experiment(a.file)
-        if a.cmd == "check":
-            from flexlab.runner import validate
-            with tempfile.TemporaryDirectory(prefix="flexlab-check-") as d:
-                hosts = validate(exp, Path(a.bin_dir), Path(d))
-            for v in exp.variants:
-                w = v.config["workload"]
-                print(f"ok: {exp.path} variant {v.name}: {hosts[v.name]} hosts, backend {v.config['backend']}, "
-                      f"workload {w['kind']} for {v.config['duration_s']:g} s, {v.config['repetitions']} repetition(s)")
-            return 0
-        from flexlab.runner import Runner
-        out = Path(a.out) if a.out else exp.output_dir
-        return Runner(exp, out, Path(a.bin_dir), a.prefix, a.variant, a.keep_going).run()
+        return _command(a)
     except SpecError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(e)}", file=sys.stderr)
         return 2
-    except Interrupted:
+    except (Interrupted, KeyboardInterrupt):
         print("lab: interrupted; everything this run started has been removed", file=sys.stderr)
         return 130
     except LabError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(e)}", file=sys.stderr)
         return 1
+
+
+def _command(a: argparse.Namespace) -> int:
+    if a.cmd == "schema":
+        print(describe_schema())
+        return 0
+    if a.cmd == "cleanup":
+        check_prefix(a.prefix)
+        removed = []
+        for b in BACKENDS.values():
+            removed += b.cleanup(a.prefix)
+        print("\n".join(f"removed {x}" for x in removed) if removed else f"nothing left with prefix '{a.prefix}'")
+        return 0
+    if a.cmd == "plot":
+        return subprocess.call([sys.executable, str(REPO / "plots" / "plot_lab.py"), a.dir])
+    if a.cmd == "run":
+        check_prefix(a.prefix)
+    exp = load_experiment(a.file)
+    from flexlab.validation import plan_run, validate  # one validation path for check and run
+    if a.cmd == "check":
+        hosts = validate(exp, Path(a.bin_dir))
+        for v in exp.variants:
+            w = v.config["workload"]
+            print(f"ok: {printable(exp.path)} variant {v.name}: {hosts[v.name]} hosts, "
+                  f"backend {v.config['backend']}, workload {w['kind']} for {v.config['duration_s']:g} s, "
+                  f"{v.config['repetitions']} repetition(s)")
+        return 0
+    runs, hosts, out = plan_run(exp, Path(a.bin_dir), a.out, a.variant)
+    from flexlab.runner import Runner
+    return Runner(exp, out, Path(a.bin_dir), a.prefix, runs, hosts, a.keep_going).run()
 
 
 if __name__ == "__main__":

@@ -13,13 +13,26 @@ import yaml
 
 from flexlab.backends.base import EMULATOR_IP, EMULATOR_PORT, host_ip
 from flexlab.errors import SpecError
+from flexlab.workload import sizes_spec
 
 
 def _absolute_topology(topology: dict, base: Path) -> dict:
     t = copy.deepcopy(topology)
+    if isinstance(t.get("file"), str) and "\0" in t["file"]:
+        raise SpecError("topology.file: contains a NUL byte")
     if isinstance(t.get("file"), str) and not Path(t["file"]).is_absolute():
         t["file"] = str((base / t["file"]).resolve())
     return t
+
+
+def _placeholder_workload(w: dict) -> dict:
+    """`live` takes its traffic from the endpoints, not from the config's
+    workload; a `cdf:` size file goes in here so that the emulator's check
+    reads it with the parser flexplane-workload uses (one parser, one check)."""
+    sizes = w.get("sizes") or ""
+    if sizes.startswith("cdf:"):
+        return {"kind": "poisson", "load": 0.01, "size_cdf": sizes_spec(sizes)[4:]}
+    return {"kind": "poisson", "load": 0.01, "fixed_size_pkts": 1}
 
 
 def emulator_config(c: dict, seed: int, hosts: int | None, experiment_file: Path) -> dict:
@@ -30,7 +43,7 @@ def emulator_config(c: dict, seed: int, hosts: int | None, experiment_file: Path
         "network": dict(c["network"]),
         "topology": _absolute_topology(c["topology"], experiment_file.parent),
         "routers": copy.deepcopy(c["routers"]) or {"default": {"scheme": "droptail"}},
-        "workload": {"kind": "poisson", "load": 0.01, "fixed_size_pkts": 1},  # unused by `live`
+        "workload": _placeholder_workload(c["workload"]),
         "run": {"cores": c["emulator"]["cores"], "duration_ms": 1,
                 "occupancy_interval_us": c["emulator"]["occupancy_interval_us"]},
         # analysis.queue_samples and plots/plot_lab.py read the long CSV (small live runs)
@@ -60,6 +73,8 @@ def check_config(emulator: Path, path: Path, where: str) -> int:
         # generated config, so they are left out.
         msg = (p.stderr or p.stdout).strip().replace(str(path) + ":", "")
         msg = re.sub(r"^(error:\s*)?(\d+:\d+:\s*)?", "", msg)
+        # The placeholder workload carries the experiment's cdf file (workload.sizes).
+        msg = re.sub(r"^workload\.size_cdf: ", "workload.sizes: CDF file ", msg)
         raise SpecError(f"{where}{msg}")
     m = re.search(r"(\d+) endpoints", p.stdout)
     if not m:

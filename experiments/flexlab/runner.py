@@ -4,10 +4,13 @@
     reverse order -> down -> metrics
 
 with progress lines, and tears everything down on any exit path: normal end,
-a failure, SIGINT or SIGTERM (a second signal during teardown is ignored
-until teardown is done). Each run writes its folder (run.yaml with the
+a failure, SIGINT or SIGTERM. A signal only sets a flag: whatever the runner
+is doing (a run, its teardown, the analysis) goes on to the end of the
+current teardown, then the whole invocation stops (Interrupted: exit 130);
+no further run starts. Each run writes its folder (run.yaml with the
 resolved config, the emulator's and endpoints' outputs, the workload CSVs,
-logs, summary.yaml); the experiment writes runs.csv and the plots."""
+logs, summary.yaml); the experiment writes runs.csv and the plots. The
+caller validates everything first (validation.plan_run)."""
 from __future__ import annotations
 
 import csv
@@ -27,8 +30,10 @@ import yaml
 from flexlab import analysis
 from flexlab.backends import backend_class
 from flexlab.backends.base import Backend, LabSettings
-from flexlab.emuconfig import check_config, emulator_config, write_config
-from flexlab.errors import Interrupted, LabError, SpecError
+from flexlab.emuconfig import emulator_config, write_config
+from flexlab.errors import Interrupted, LabError
+from flexlab.names import printable
+from flexlab.outdir import OutFolder
 from flexlab.procs import Processes
 from flexlab.spec import Experiment, RunSpec
 from flexlab.workload import commands, receivers
@@ -50,9 +55,17 @@ class Signals:
 
     def _on(self, sig: int, frame) -> None:
         if self.received is None:
-            print(f"\nlab: {signal.Signals(sig).name}: stopping the run and tearing everything down ...",
-                  file=sys.stderr, flush=True)
-        self.received = sig
+            self.received = sig
+            try:
+                print(f"\nlab: {signal.Signals(sig).name}: stopping the run and tearing everything down ...",
+                      file=sys.stderr, flush=True)
+            except OSError:  # stderr gone: the flag is what matters
+                pass
+
+    def check(self) -> None:
+        """Interrupted once a signal came (between steps, after a teardown)."""
+        if self.received is not None:
+            raise Interrupted(signal.Signals(self.received).name)
 
     def __exit__(self, *exc) -> None:
         for s, h in self._old.items():
@@ -60,70 +73,56 @@ class Signals:
 
 
 def log(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def validate(exp: Experiment, bin_dir: Path, scratch: Path) -> dict[str, int]:
-    """Checks every variant with the emulator (schemes, parameters, topology)
-    and the workload's hosts against the topology; returns hosts per variant."""
-    from flexlab.spec import _check_workload  # the host-count part needs the topology's size
-
-    for prog in ("flexplane-emulator", "flexplane-nfq-endpoint", "flexplane-workload"):
-        if not (bin_dir / prog).exists():
-            raise LabError(f"{bin_dir / prog} not found: build first (make build, or --bin-dir)")
-    hosts = {}
-    for v in exp.variants:
-        where = f"{exp.path}: variant '{v.name}': " if len(exp.variants) > 1 else f"{exp.path}: "
-        problems = backend_class(v.config["backend"]).problems()
-        if problems:
-            raise SpecError(f"{where}backend: " + "; ".join(problems))
-        path = scratch / f"check-{v.name}.yaml"
-        write_config(emulator_config(v.config, v.config["seed"], None, exp.path), path)
-        n = check_config(bin_dir / "flexplane-emulator", path, where)
-        try:
-            _check_workload(v.config, "", n)
-        except SpecError as e:
-            raise SpecError(f"{where}{e}") from None
-        hosts[v.name] = n
-    return hosts
+    try:
+        print(printable(msg), flush=True)
+    except OSError:  # stdout gone (`lab run ... | head`): the run and its teardown go on, unheard
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class Runner:
-    def __init__(self, exp: Experiment, out_dir: Path, bin_dir: Path, prefix: str, only: list[str] | None,
-                 keep_going: bool = False) -> None:
+    def __init__(self, exp: Experiment, out: OutFolder, bin_dir: Path, prefix: str, runs: list[RunSpec],
+                 hosts: dict[str, int], keep_going: bool = False) -> None:
         self.exp = exp
-        self.out = out_dir
+        self.folder = out
+        self.out = out.path
         self.bin = bin_dir
         self.prefix = prefix
-        self.only = only
+        self.runs = runs
+        self.hosts = hosts
         self.keep_going = keep_going
         self.signals = Signals()
 
     def run(self) -> int:
-        runs = self.exp.runs(self.only)
-        if not runs:
-            raise SpecError(f"{self.exp.path}: no variant named {', '.join(self.only or [])}")
+        """Runs the matrix (validated by the caller); the exit status."""
+        with self.signals:
+            return self._matrix(self.runs)
+
+    def _matrix(self, runs: list[RunSpec]) -> int:
+        self.signals.check()
+        self.folder.create()
+        for old, new in self.folder.moved:
+            log(f"lab: moved the earlier run {old} aside to {new}")
+        self._write_experiment_record(self.hosts)
         scratch = Path(tempfile.mkdtemp(prefix=f"flexlab-{self.prefix}-"))
         rows: list[dict] = []
         t_all = time.monotonic()
         try:
-            hosts = validate(self.exp, self.bin, scratch)
-            self.out.mkdir(parents=True, exist_ok=True)
-            self._write_experiment_record(hosts)
             log(f"lab: {self.exp.path} -> {self.out}: {len(runs)} run(s) of "
                 f"{len({r.variant.name for r in runs})} variant(s), backend {runs[0].variant.config['backend']}, "
                 f"namespace prefix {self.prefix}")
-            with self.signals:
-                for i, spec in enumerate(runs):
-                    if not self._run_one(spec, hosts[spec.variant.name], scratch, i, len(runs), rows):
-                        break
+            for i, spec in enumerate(runs):
+                self.signals.check()
+                if not self._run_one(spec, self.hosts[spec.variant.name], scratch, i, len(runs), rows):
+                    break
         finally:
             if rows:
                 self._write_runs_csv(rows)
             shutil.rmtree(scratch, ignore_errors=True)
+        self.signals.check()
         failed = sum(1 for r in rows if r["status"] != "ok")
         if failed < len(rows):
             self._plot()
+        self.signals.check()
         log(f"lab: done in {time.monotonic() - t_all:.0f} s: {len(rows) - failed} ok, {failed} failed -> {self.out}")
         return 1 if failed else 0
 
@@ -133,10 +132,14 @@ class Runner:
         log(f"[{i + 1}/{total}] {spec.name} (seed {spec.seed}): starting")
         try:
             summary = self._one(spec, hosts, scratch, i)
+            self.signals.check()
         except Interrupted:
             rows.append(self._row(spec, {}, "interrupted"))
             raise
         except LabError as e:
+            if self.signals.received is not None:  # a step failed because of the signal (a child got it too)
+                rows.append(self._row(spec, {}, "interrupted"))
+                raise Interrupted(signal.Signals(self.signals.received).name) from None
             rows.append(self._row(spec, {}, f"failed: {str(e).splitlines()[0]}"))
             log(f"[{i + 1}/{total}] {spec.name}: FAILED: {e}")
             return self.keep_going
@@ -147,10 +150,7 @@ class Runner:
     # --- one run -----------------------------------------------------------------
     def _one(self, spec: RunSpec, hosts: int, scratch: Path, order: int) -> dict:
         c = spec.variant.config
-        run_dir = self.out / spec.variant.name / f"r{spec.repetition}"
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True)
+        run_dir = self.folder.run_dir(spec)
         emu_cfg = run_dir / "emulator.yaml"
         write_config(emulator_config(c, spec.seed, hosts, self.exp.path), emu_cfg)
         procs = Processes(lambda: self.signals.received is not None)
@@ -194,6 +194,7 @@ class Runner:
             bad = [p for p in clients if p.popen.returncode != 0]
             if bad:
                 raise LabError(f"{bad[0].name} failed (status {bad[0].popen.returncode}):\n{bad[0].tail()}")
+            log("      workload done; stopping servers, endpoints and the emulator")
             # Stop in reverse order: servers, then endpoints (they drain their
             # outstanding verdicts and write counters), then the emulator.
             procs.stop(servers, signal.SIGTERM, 10)
@@ -204,6 +205,7 @@ class Runner:
                 raise LabError(f"the emulator exited with status {emu.popen.returncode}:\n{emu.tail()}")
         finally:
             self._teardown(procs, backend)
+        self.signals.check()  # a signal during the run or its teardown: no analysis, no further run
         (run_dir / "run.yaml").write_text("# flexplane lab run: resolved configuration (docs/lab.md)\n" +
                                          yaml.safe_dump(meta, sort_keys=False))
         try:
@@ -215,16 +217,14 @@ class Runner:
         return summary
 
     def _teardown(self, procs: Processes, backend: Backend) -> None:
-        """Everything started ends, whatever happened; signals wait until done."""
-        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        """Everything started ends, whatever happened. A signal meanwhile
+        only sets the flag (Signals): teardown never checks it, so it always
+        completes, and the caller stops the invocation afterwards."""
+        log("      tearing down")
         try:
-            try:
-                procs.stop_all(10)
-            finally:
-                backend.down()
+            procs.stop_all(10)
         finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+            backend.down()
 
     def _eal(self, c: dict) -> list[str]:
         lc = c["emulator"]["lcores"]

@@ -11,6 +11,7 @@ wrong types and out-of-range values are reported with the dotted field name
 from __future__ import annotations
 
 import copy
+import ipaddress
 import math
 import re
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any, Callable
 import yaml
 
 from flexlab.errors import SpecError
+from flexlab.names import check_variant_name
 
 REQUIRED = object()
 
@@ -66,6 +68,44 @@ def _sizes_check(v: str) -> str | None:
     if v.startswith("fixed:") and int(v[6:]) <= 0:
         return "fixed size must be > 0"
     return None
+
+
+_PROTOCOLS = ("tcp", "udp", "icmp", "icmpv6")
+
+
+def _bypass_rule(spec: str) -> str | None:
+    """The grammar of flexplane-nfq-endpoint --bypass (BypassRule::parse in
+    endpoint/nfqueue/packet_holder.cc): ADDRESS/LENGTH, PROTO or tcp|udp:PORT."""
+    if "/" in spec:
+        addr, _, length = spec.partition("/")
+        try:
+            ip = ipaddress.ip_address(addr)
+        except ValueError:
+            ip = None
+        if ip is None or not re.fullmatch(r"[0-9]{1,3}", length):
+            return f"'{spec}': expected ADDRESS/LENGTH"
+        if int(length) > ip.max_prefixlen:
+            return f"'{spec}': prefix length {length} too long"
+        return None
+    proto, colon, port = spec.partition(":")
+    if proto not in _PROTOCOLS and not (re.fullmatch(r"[0-9]{1,3}", proto) and 1 <= int(proto) <= 255):
+        return f"'{spec}': unknown protocol (tcp, udp, icmp, icmpv6 or a number 1-255)"
+    if colon and (proto not in ("tcp", "udp") or not re.fullmatch(r"[0-9]{1,5}", port)
+                  or not 1 <= int(port) <= 65535):
+        return f"'{spec}': expected tcp:PORT or udp:PORT with PORT 1-65535"
+    return None
+
+
+def _bypass_check(rules: list) -> str | None:
+    for i, r in enumerate(rules):
+        err = _bypass_rule(r)
+        if err:
+            return f"[{i}] {err}"
+    return None
+
+
+def _path_check(v: str) -> str | None:
+    return "contains a NUL byte" if "\0" in v else None
 
 
 SCHEMA: dict[str, Any] = {
@@ -120,7 +160,8 @@ SCHEMA: dict[str, Any] = {
         "hold_ms": F(float, 3000, "longest a packet waits for its verdicts", lo=1, hi=600000),
         "fallback": F(str, "closed", "packets whose verdicts never come: open (accept) or closed (drop)",
                       choices=("open", "closed")),
-        "bypass": F(list, [], "traffic never held (flexplane-nfq-endpoint --bypass)", item=str),
+        "bypass": F(list, [], "traffic never held (flexplane-nfq-endpoint --bypass)", item=str,
+                    check=_bypass_check),
         "window": F(int, 4096, "protocol requests in flight per endpoint (power of two)", lo=1, hi=32768),
         "ipv6": F(bool, False, "hosts also get IPv6 addresses fd77::<10+i>, held like IPv4 (workloads use IPv4)"),
     },
@@ -136,7 +177,7 @@ SCHEMA: dict[str, Any] = {
     },
     "variants": F(dict, None, "name -> overrides, deep-merged over the rest (one run set each)"),
     "output": {
-        "dir": F(str, "", "results folder (default results/lab/<file stem>)"),
+        "dir": F(str, "", "results folder (default results/lab/<file stem>)", check=_path_check),
     },
 }
 
@@ -283,10 +324,11 @@ def _check_workload(c: dict, where: str, hosts: int | None) -> None:
         if not w["clients"] or not w["servers"]:
             raise SpecError(f"{where}workload.{'clients' if not w['clients'] else 'servers'}: must not be empty")
         sizes = w["sizes"]
-        if sizes.startswith("cdf:"):
-            name = sizes[4:]
-            if name not in BUILTIN_CDFS and not Path(name).exists():
-                raise SpecError(f"{where}workload.sizes: no CDF file '{name}' (built in: {', '.join(sorted(BUILTIN_CDFS))})")
+        if sizes.startswith("cdf:") and sizes[4:] not in BUILTIN_CDFS:
+            err = _readable_file(sizes[4:])
+            if err:
+                raise SpecError(f"{where}workload.sizes: CDF file '{sizes[4:]}': {err} "
+                                f"(built in: {', '.join(sorted(BUILTIN_CDFS))})")
     roles: list[tuple[str, list[int]]] = []
     if kind == "rpc":
         roles = [("clients", w["clients"]), ("servers", w["servers"])]
@@ -314,6 +356,24 @@ def _check_workload(c: dict, where: str, hosts: int | None) -> None:
                     raise SpecError(f"{where}workload.{name}: host {h} does not exist (the topology has {hosts} endpoints)")
 
 
+def _readable_file(name: str) -> str | None:
+    """Why `name` cannot be read as a text file (None: it can). Its content
+    is the emulator's to judge (the generated config names it)."""
+    if "\0" in name:
+        return "contains a NUL byte"
+    p = Path(name)
+    try:
+        if not p.exists():
+            return "no such file"
+        if not p.is_file():
+            return "not a regular file"
+        with open(p, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        return f"cannot read: {e.strerror}"
+    return None
+
+
 def _check_transport(c: dict, where: str) -> None:
     cc = c["transport"]["cc"]
     if c["backend"] == "netns" and cc not in NETNS_CC:
@@ -335,13 +395,32 @@ def _check_transport(c: dict, where: str) -> None:
         raise SpecError(f"{where}lab.window: {win} is not a power of two")
 
 
+def _read_text(path: Path) -> str:
+    """The file as text: UTF-8 (YAML's encoding here), no NUL bytes."""
+    try:
+        if path.is_dir():
+            raise SpecError(f"{path}: is a folder, not an experiment file")
+        data = path.read_bytes()
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) > 1 and (data[0] == 0) != (data[1] == 0)):
+        raise SpecError(f"{path}: looks like UTF-16 text; save it as UTF-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                        "experiment files are YAML in UTF-8") from None
+    if "\0" in text:
+        line = text[:text.index("\0")].count("\n") + 1
+        raise SpecError(f"{path}:{line}: contains a NUL byte (a binary file?)")
+    return text.removeprefix("\ufeff")
+
+
 def load_experiment(path: str | Path) -> Experiment:
     """Reads and validates an experiment file; raises SpecError naming the field."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    text = _read_text(path)
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -358,8 +437,7 @@ def load_experiment(path: str | Path) -> Experiment:
         # The base must be valid on its own only where variants do not fill it in.
         variants = []
         for name, over in variants_raw.items():
-            if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-                raise SpecError(f"variants.{name}: variant names use letters, digits, '_', '-' and '.' only")
+            check_variant_name(name, "")
             over = over or {}
             _check_unknown_keys(over, SCHEMA, f"variants.{name}")
             merged = deep_merge(base_raw, over)

@@ -2,13 +2,15 @@
 requests complete, the emulator answered exactly the requests the endpoints
 made for the packets they held, marks appear where ECN is on and the
 marking threshold is low (and not where it is off), and the results folder
-has the summary, runs.csv and the plots with their CSVs."""
+has the summary, runs.csv and the plots with their CSVs; nothing is left
+(namespaces, the emulator's DPDK runtime folder)."""
 from __future__ import annotations
 
 import csv
 
 import yaml
 
+from flexlab.backends.base import dpdk_runtime_root
 from lab_cli import lab, namespaces
 
 EXPERIMENT = """\
@@ -37,6 +39,7 @@ def test_short_experiment_end_to_end(tmp_path, lab_bins, prefix):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "[2/2] dctcp_k2_ecn/r0:" in p.stdout
     assert namespaces(prefix) == []
+    assert not (dpdk_runtime_root() / prefix).exists()  # the emulator's EAL runtime folder goes too
     marks = {}
     for variant in ("droptail", "dctcp_k2_ecn"):
         s = yaml.safe_load((out / variant / "r0" / "summary.yaml").read_text())

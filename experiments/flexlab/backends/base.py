@@ -1,6 +1,8 @@
 """The backend seam: what the runner needs from wherever hosts live."""
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -10,6 +12,52 @@ from flexlab.procs import Proc, Processes
 
 EMULATOR_IP = "10.77.0.2"
 EMULATOR_PORT = 9977
+
+
+def dpdk_runtime_root() -> Path:
+    """Where DPDK's EAL keeps its per-prefix runtime folders
+    (eal_get_runtime_dir: /var/run/dpdk for root, else $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk)."""
+    if os.geteuid() == 0:
+        return Path("/var/run/dpdk")
+    return Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / "dpdk"
+
+
+def _file_prefix_in_use(name: str) -> bool:
+    """A live process was started with --file-prefix=<name>."""
+    needle = f"--file-prefix={name}\0".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if needle in f.read() + b"\0":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def remove_dpdk_runtime(prefix: str, exact: bool = True) -> list[Path]:
+    """Removes the EAL runtime folder(s) of the lab's emulators: the one named
+    `prefix` (teardown; the runner's emulator was started with
+    --file-prefix=<prefix>), or with exact=False every one whose name starts
+    with `prefix` (`lab cleanup`). Only lab prefixes (names.PREFIX_NAME) and
+    only folders no live process uses; returns what it removed."""
+    from flexlab.names import PREFIX_NAME
+
+    root = dpdk_runtime_root()
+    if not root.is_dir():
+        return []
+    names = [prefix] if exact else sorted(p.name for p in root.iterdir() if p.name.startswith(prefix))
+    removed = []
+    for name in names:
+        d = root / name
+        if not PREFIX_NAME.fullmatch(name) or d.is_symlink() or not d.is_dir() or _file_prefix_in_use(name):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            removed.append(d)
+    return removed
 
 
 def host_ip(i: int) -> str:

@@ -29,13 +29,16 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from flexlab.backends.base import EMULATOR_IP, EMULATOR_PORT, Backend, LabSettings, host_ip, host_ip6
+from flexlab.backends.base import (EMULATOR_IP, EMULATOR_PORT, Backend, LabSettings, host_ip, host_ip6,
+                                   remove_dpdk_runtime)
 from flexlab.errors import LabError
 from flexlab.procs import Proc, kill_pids, pids_in_netns
 
 
 def _run(cmd: list[str], check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    # Own session: a Ctrl-C at the terminal reaches the runner only, which
+    # finishes what it is doing (a teardown's `ip netns del` included).
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, start_new_session=True)
     if check and p.returncode != 0:
         raise LabError(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr.strip()}")
     return p
@@ -129,6 +132,7 @@ class NetnsBackend(Backend):
         for ns in mine:
             if ns in present:
                 _run(["ip", "netns", "del", ns], check=False)
+        remove_dpdk_runtime(self.prefix)  # the emulator's (--file-prefix), empty and left by DPDK
 
     # --- processes ---
     def start_emulator(self, argv: list[str], eal: list[str], log: Path) -> Proc:
@@ -172,6 +176,7 @@ class NetnsBackend(Backend):
             kill_pids(pids)
             _run(["ip", "netns", "del", ns], check=False)
             removed.append(f"netns {ns}" + (f" ({len(pids)} processes killed)" if pids else ""))
+        removed += [f"DPDK runtime folder {d}" for d in remove_dpdk_runtime(prefix, exact=False)]
         # The runner's scratch folders (runner.py: flexlab-<prefix>-*; VM consoles, sockets).
         for d in sorted(Path(tempfile.gettempdir()).glob(f"flexlab-{prefix}*")):
             shutil.rmtree(d, ignore_errors=True)

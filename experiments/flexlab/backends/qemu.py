@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from flexlab.backends.base import EMULATOR_IP, Backend, LabSettings, host_ip
+from flexlab.backends.base import EMULATOR_IP, Backend, LabSettings, host_ip, remove_dpdk_runtime
 from flexlab.backends.netns import NetnsBackend, _run, list_netns
 from flexlab.errors import LabError
 from flexlab.procs import Proc, kill_pids, pids_in_netns
@@ -197,6 +197,7 @@ class QemuBackend(Backend):
         if self.prefix in list_netns():  # a Lab that failed half-way up
             kill_pids(pids_in_netns(self.prefix))
             _run(["ip", "netns", "del", self.prefix], check=False)
+        remove_dpdk_runtime(self.prefix)  # the emulator's (--file-prefix), empty and left by DPDK
 
     # --- processes ---
     def start_emulator(self, argv: list[str], eal: list[str], log: Path) -> Proc:
