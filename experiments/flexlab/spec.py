@@ -395,6 +395,32 @@ def _check_transport(c: dict, where: str) -> None:
         raise SpecError(f"{where}lab.window: {win} is not a power of two")
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, refusing a key given twice in one mapping (YAML says keys
+    are unique; PyYAML would silently keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for k, _ in node.value if isinstance(node, yaml.MappingNode) else []:
+            if k.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` keys may be overridden
+                continue
+            key = self.construct_object(k, deep=True)
+            try:
+                dup = key in seen
+            except TypeError:  # an unhashable key: the base class reports it
+                break
+            if dup:
+                m = k.start_mark
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}' (first at line {seen[key].line + 1}, "
+                    f"column {seen[key].column + 1})", m)
+            seen[key] = k.start_mark
+        return super().construct_mapping(node, deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
+
+
 def _read_text(path: Path) -> str:
     """The file as text: UTF-8 (YAML's encoding here), no NUL bytes."""
     try:
@@ -422,9 +448,14 @@ def load_experiment(path: str | Path) -> Experiment:
     path = Path(path)
     text = _read_text(path)
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.MarkedYAMLError as e:
+        m = e.problem_mark or e.context_mark
+        where = f"{path}:{m.line + 1}:{m.column + 1}" if m else str(path)
+        ctx = f" ({e.context}, line {e.context_mark.line + 1})" if e.context and e.context_mark else ""
+        raise SpecError(f"{where}: not valid YAML: {e.problem}{ctx}") from None
     except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from None
+        raise SpecError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: expected a mapping at the top level")
     variants_raw = raw.get("variants")

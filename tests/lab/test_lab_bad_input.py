@@ -144,6 +144,10 @@ ROWS = [
     Row("file-utf16", CHECK, "{exp}: looks like UTF-16 text; save it as UTF-8", GOOD.encode("utf-16")),
     Row("file-utf16le-no-bom", CHECK, "{exp}: looks like UTF-16 text", GOOD.encode("utf-16-le")),
     Row("file-latin1", CHECK, "{exp}:2: not UTF-8 text (byte 0xe9 at offset", ("x: 1\ndescription: caf\xe9\n").encode("latin-1")),
+    Row("yaml-syntax", CHECK, "{exp}:6:1: not valid YAML: expected ',' or ']'", with_("lab: {bypass: [udp\n")),
+    Row("duplicate-key", CHECK, "{exp}:5:1: not valid YAML: duplicate key 'duration_s' (first at line 4, column 1)",
+        with_("duration_s: 20\n")),
+    Row("duplicate-variant", CHECK, "not valid YAML: duplicate key 'a'", with_("variants:\n  a: {}\n  a: {seed: 2}\n")),
     Row("file-is-a-folder", ["check", "{tmp}"], "{tmp}: is a folder, not an experiment file"),
     Row("run-file-utf16", RUN + ["--out", "{tmp}/res"], "{exp}: looks like UTF-16 text", GOOD.encode("utf-16")),
     # --- binaries (item 5) ---
