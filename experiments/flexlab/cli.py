@@ -73,6 +73,8 @@ def _command(a: argparse.Namespace) -> int:
         print("\n".join(f"removed {x}" for x in removed) if removed else f"nothing left with prefix '{a.prefix}'")
         return 0
     if a.cmd == "plot":
+        if not Path(a.dir).is_dir():
+            raise SpecError(f"{a.dir}: not a folder (plot takes a lab results folder)")
         return subprocess.call([sys.executable, str(REPO / "plots" / "plot_lab.py"), a.dir])
     if a.cmd == "run":
         check_prefix(a.prefix)

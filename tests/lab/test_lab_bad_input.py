@@ -123,6 +123,8 @@ ROWS = [
     Row("output-dir-nul", CHECK, "output.dir: contains a NUL byte", with_('output: {dir: "a\\0b"}\n')),
     Row("unknown-variant-option", RUN + ["--variant", "first", "--variant", "frist"],
         "--variant 'frist': ", with_("variants: {first: {}}\n"), also=["has no such variant (it has first)"]),
+    Row("plot-a-file", ["plot", "{exp}"], "{exp}: not a folder (plot takes a lab results folder)", bins=False),
+    Row("plot-missing", ["plot", "{tmp}/none"], "{tmp}/none: not a folder", bins=False),
     # --- what only the run used to refuse (item 3) ---
     Row("bypass-port-0", CHECK, "lab.bypass: [0] 'tcp:0': expected tcp:PORT or udp:PORT", with_("lab: {bypass: ['tcp:0']}\n")),
     Row("bypass-port-on-icmp", CHECK, "lab.bypass: [1] 'icmp:5': expected tcp:PORT", with_("lab: {bypass: [udp, 'icmp:5']}\n")),
