@@ -25,9 +25,18 @@
 namespace flexplane {
 
 // Thrown for any configuration error. what() is a complete, user-facing message.
+// A NUL byte quoted from an input would end what() early, so it is written "\0"
+// (other control bytes are escaped where messages are printed).
 class ConfigError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& what) : std::runtime_error(visible_nul(what)) {}
+  explicit ConfigError(const char* what) : std::runtime_error(what) {}
+
+ private:
+  static std::string visible_nul(std::string s) {
+    for (size_t i = s.find('\0'); i != std::string::npos; i = s.find('\0', i + 2)) s.replace(i, 1, "\\0");
+    return s;
+  }
 };
 
 // key -> value as written in the config, in file order; `where` says which

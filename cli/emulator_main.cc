@@ -16,6 +16,7 @@
 
 #include "api/registry.h"
 #include "emulator/config/config.h"
+#include "emulator/config/printable.h"
 #include "emulator/live/live_run.h"
 #include "emulator/output/output.h"
 #include "emulator/run/replay.h"
@@ -52,8 +53,8 @@ void print_summary(const RunConfig& c, const RunSummary& s) {
   for (const auto& k : s.losses.kinds)
     if (k.packets) losses += (losses.empty() ? "" : ", ") + std::string(k.name) + " " + std::to_string(k.packets);
   if (!losses.empty())
-    std::fprintf(stderr, "warning: %s: packets lost outside any queue: %s (losses.csv)\n",
-                 c.variant.empty() ? "run" : c.variant.c_str(), losses.c_str());
+    warn(std::string(c.variant.empty() ? "run" : c.variant) + ": packets lost outside any queue: " + losses +
+         " (losses.csv)");
 }
 
 template <class Base>
@@ -120,8 +121,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"grouped", "round_robin"}));
   run->add_flag("-q,--quiet", quiet, "no progress lines");
 
-  auto* check = app.add_subcommand("check", "validate a config (topology, schemes, parameters, workload) and exit");
+  auto* check = app.add_subcommand(
+      "check", "validate a config as `run` does, without simulating or writing anything (every variant, or --variant)");
   check->add_option("config", config, "experiment YAML file")->required();
+  check->add_option("--variant", only, "check only this variant (repeatable)");
 
   app.add_subcommand("list", "list schemes, components and their parameters");
 
@@ -178,6 +181,7 @@ int main(int argc, char** argv) {
   // Errors: a message on stderr; exit status 2 for bad arguments or configuration, 1 otherwise.
   return exit_status_of([&] {
     if (app.got_subcommand("live")) {
+      if (live_cmd->count("--out") && la.out_dir.empty()) throw UsageError("--out: empty folder name");
 #ifdef FLEXPLANE_WITH_LIVE
       la.eal_args = eal_args;
       return live::run_live(la);
@@ -190,35 +194,39 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "error: arguments after '--' are only for `live` (DPDK EAL)\n");
       return 2;
     }
-    if (app.got_subcommand("replay")) return run_replay(ra);
+    if (app.got_subcommand("replay")) {
+      if (ra.out_dir.empty()) throw UsageError("--out: empty folder name");
+      return run_replay(ra);
+    }
     if (app.got_subcommand("list")) {
       list_all();
       return 0;
     }
-    Experiment exp = load_experiment(config);
-    if (app.got_subcommand("check")) {
-      for (const auto& r : exp.runs)
-        std::printf("ok: %s%s%s: %u endpoints, %zu routers, %llu + %llu timeslots of %.1f ns -> %s\n",
-                    config.c_str(), r.variant.empty() ? "" : " variant ", r.variant.c_str(),
-                    r.topology.num_endpoints, r.topology.routers.size(), (unsigned long long)r.duration,
-                    (unsigned long long)r.drain, r.network.timeslot_ns(), r.output_dir.c_str());
-      return 0;
-    }
-    for (const auto& name : only) {
-      bool found = false;
-      for (const auto& r : exp.runs) found = found || r.variant == name;
-      if (!found) throw ConfigError(config + ": no variant named '" + name + "'");
-    }
+    // `check` and `run` share everything up to the simulation: loading (only
+    // the variants named, if any), the overrides, and validate_run.
+    if (run->count("--out") && out_dir.empty()) throw UsageError("--out: empty folder name");
+    Experiment exp = load_experiment(config, only);
+    check_variant_names(exp, only);
     std::vector<RunConfig*> selected;
     for (auto& r : exp.runs) {
-      if (!only.empty() && std::find(only.begin(), only.end(), r.variant) == only.end()) continue;
       if (!out_dir.empty()) r.output_dir = (std::filesystem::path(out_dir) / r.variant).string();
       if (cores) r.cores = cores;
       if (!placement.empty()) parse_router_placement(placement, &r.placement);  // checked by --placement
       selected.push_back(&r);
     }
-    // Every run's folder is checked before the first run starts: a typo in --out
-    // fails now, not after minutes of emulation.
+    for (RunConfig* r : selected)
+      for (const auto& w : validate_run(*r)) warn(w);
+    if (app.got_subcommand("check")) {
+      for (const RunConfig* r : selected)
+        std::printf("ok: %s%s%s: %u endpoints, %zu routers, %llu + %llu timeslots of %.1f ns -> %s\n",
+                    printable(config).c_str(), r->variant.empty() ? "" : " variant ", r->variant.c_str(),
+                    r->topology.num_endpoints, r->topology.routers.size(), (unsigned long long)r->duration,
+                    (unsigned long long)r->drain, r->network.timeslot_ns(), printable(r->output_dir).c_str());
+      return 0;
+    }
+    // Every run's folder is checked (and created) only now, after every
+    // selected run validated: a bad config leaves nothing behind, and a typo
+    // in --out fails before minutes of emulation.
     for (RunConfig* r : selected) prepare_output_dir(r->output_dir);
     for (RunConfig* rp : selected) {
       RunConfig& r = *rp;

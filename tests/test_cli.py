@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-BIN = REPO / "build" / "flexplane-emulator"
+# The binaries under test: FLEXPLANE_BIN_DIR (scripts/run_tests.sh sets it), else build/.
+BIN = Path(os.environ.get("FLEXPLANE_BIN_DIR", REPO / "build")) / "flexplane-emulator"
 WEB_SEARCH = REPO / "experiments" / "data" / "flow-sizes" / "web-search.cdf"
 sys.path.insert(0, str(REPO / "plots"))
 from occupancy_io import read_long, read_occupancy_bin  # noqa: E402
@@ -72,7 +74,7 @@ def test_no_arguments_is_a_usage_error() -> None:
     "change, expected",
     [
         ({"topology": {"kind": "ring"}}, ["topology.kind", "unknown topology kind 'ring'"]),
-        ({"topology": {"endpoints_per_rack": "many"}}, ["topology (topology kind 'leaf_spine')", "'endpoints_per_rack'", "'many'"]),
+        ({"topology": {"endpoints_per_rack": "many"}}, ["topology.endpoints_per_rack (topology kind 'leaf_spine')", "'endpoints_per_rack'", "'many'"]),
         ({"routers": {"default": {"scheme": "fancy"}}}, ["unknown scheme 'fancy'", "droptail"]),
         ({"routers": {"default": {"queue_manager": {"capacity_pkts": -1}}}}, ["capacity_pkts", "'-1'"]),
         ({"routers": {"default": {"queue_manager": {"k": 1}}}}, ["unknown parameter 'k'", "capacity_pkts"]),

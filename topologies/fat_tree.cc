@@ -90,6 +90,13 @@ Topology make_fat_tree(uint32_t k, uint32_t latency) {
 struct FatTreeParams {
   uint32_t k = 4;                       // ports per router (even)
   uint32_t link_latency_timeslots = 1;  // every link's latency
+
+  // `where` names the config's place ("exp.yaml:3:11: topology (topology kind 'fat_tree')").
+  void validate(const std::string& where) const {
+    if (k % 2)
+      throw ConfigError(where + ": parameter 'k': value " + std::to_string(k) +
+                        " is odd (a fat tree router has k/2 ports down and k/2 up)");
+  }
 };
 
 class FatTree final : public TopologyKindOf<FatTreeParams> {

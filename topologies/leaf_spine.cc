@@ -62,6 +62,23 @@ struct LeafSpineParams {
   uint32_t spines = 2;                  // spine routers
   uint32_t links_per_spine = 1;         // parallel links from each ToR to each spine
   uint32_t link_latency_timeslots = 1;  // every link's latency
+
+  // The rules across parameters (make_leaf_spine checks them again), with the
+  // config's place: `where` is "exp.yaml:3:11: topology (topology kind 'leaf_spine')".
+  void validate(const std::string& where) const {
+    const uint64_t endpoints = uint64_t{racks} * endpoints_per_rack;
+    if (endpoints < 2 || endpoints > 65000)
+      throw ConfigError(where + ": parameters 'racks' x 'endpoints_per_rack': " + std::to_string(racks) + " x " +
+                        std::to_string(endpoints_per_rack) + " = " + std::to_string(endpoints) +
+                        " endpoints, must be in [2, 65000]");
+    if (uint64_t{endpoints_per_rack} + uint64_t{spines} * links_per_spine > 4096)
+      throw ConfigError(where + ": parameters 'endpoints_per_rack' + 'spines' x 'links_per_spine': a ToR would have " +
+                        std::to_string(uint64_t{endpoints_per_rack} + uint64_t{spines} * links_per_spine) +
+                        " ports, more than 4096");
+    if (uint64_t{racks} * links_per_spine > 4096)
+      throw ConfigError(where + ": parameters 'racks' x 'links_per_spine': a spine would have " +
+                        std::to_string(uint64_t{racks} * links_per_spine) + " ports, more than 4096");
+  }
 };
 
 class LeafSpine final : public TopologyKindOf<LeafSpineParams> {

@@ -1,12 +1,15 @@
 #include "emulator/output/output.h"
 #include "emulator/config/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "api/endpoint_contract.h"
 #include "emulator/config/yaml_util.h"
+#include "emulator/workload/traffic_pattern.h"
 
 namespace flexplane {
 
@@ -28,9 +31,12 @@ Topology parse_topology(const YAML::Node& node, const std::string& file, const s
   if (node["file"]) {  // a topology file, with optional overrides beside `file:`
     const std::string rel = get_string(node, "file", "", file, path);
     const fs::path p = fs::path(rel).is_absolute() ? fs::path(rel) : fs::path(base_dir) / rel;
-    YAML::Node over = YAML::Clone(node);
-    over.remove("file");
-    t = merge(load_file(p.string()), over);
+    require_input_file(p.string(), where(file, node["file"], path + ".file"));
+    YAML::Node over(YAML::NodeType::Map);  // the overrides, sharing the config's nodes (their marks)
+    for (const auto& kv : node)
+      if (kv.first.Scalar() != "file") over.force_insert(kv.first, kv.second);
+    t = load_file(p.string());
+    merge_into(t, over);
     tfile = p.string();
   }
   require_map(t, tfile, path);
@@ -135,7 +141,7 @@ LiveConfig parse_live(const YAML::Node& n, uint32_t num_endpoints, const std::st
 
 // `transport: {kind: none|newreno|reno|ecn|dctcp|pfabric, ack_latency: data_path|propagation,
 //              ack_queueing: none|delay|delay_and_loss, ack_queueing_nic: bool, <TransportParams>}`.
-TransportConfig parse_transport(const YAML::Node& n, const std::string& file) {
+TransportConfig parse_transport(const YAML::Node& n, const NetworkConfig& net, const std::string& file) {
   TransportConfig t;
   if (!n) return t;
   require_map(n, file, "transport");
@@ -164,6 +170,27 @@ TransportConfig parse_transport(const YAML::Node& n, const std::string& file) {
     throw ConfigError(where(file, n["ack_every_pkts"], "transport.ack_every_pkts") +
                       ": delayed ACKs are modelled (transports/receiver.h) but not yet driven by the engine; use 1");
   t.params.validate_for(t.kind, where(file, n["sack"] ? n["sack"] : n, "transport.sack"));
+  // Timers count whole timeslots (rounded up): a timeout shorter than one
+  // timeslot cannot mean what it says (most likely a unit slip), so it is an
+  // error, not a silent round-up. 0 means "derive it" where the doc says so.
+  const double ts_us = net.timeslot_ns() / 1000.0;
+  const struct {
+    const char* key;
+    double us;
+    bool zero_derives;
+  } timers[] = {{"min_rto_us", t.params.min_rto_us, false},
+                {"max_rto_us", t.params.max_rto_us, false},
+                {"initial_rto_us", t.params.initial_rto_us, true},
+                {"pfabric_rto_us", t.params.pfabric_rto_us, true}};
+  for (const auto& timer : timers)
+    if (timer.us < ts_us && !(timer.zero_derives && timer.us == 0)) {
+      std::ostringstream os;
+      os << where(file, n[timer.key] ? n[timer.key] : n, std::string("transport.") + timer.key) << ": " << timer.us
+         << " us" << (n[timer.key] ? "" : " (the default)") << " is shorter than one timeslot (" << ts_us
+         << " us at " << net.link_rate_gbps << " Gb/s and " << net.abstract_packet_bytes
+         << " bytes): timeouts count whole timeslots";
+      throw ConfigError(os.str());
+    }
   return t;
 }
 
@@ -183,7 +210,7 @@ void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::str
   require_map(node, file, path);
   if (node["name"]) rename(get_string(node, "name", "", file, path));
   ParamValues extra = to_params(node, "name", file, path);
-  for (auto& kv : extra.entries) spec.params.set(kv.first, kv.second);  // later levels override earlier
+  for (auto& kv : extra.entries) spec.params.set(kv.first, kv.second, extra.where_of(kv.first));  // later levels override earlier
 }
 
 // Apply one level of router config (default, tier or name) onto `spec`.
@@ -239,7 +266,7 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
     c.endpoint_slack_ns = static_cast<uint32_t>(std::llround(get_double(n, "slack_us", 0, 0, 4e6, file, "endpoint") * 1e3));
   }
 
-  c.transport = parse_transport(root["transport"], file);
+  c.transport = parse_transport(root["transport"], c.network, file);
 
   if (const YAML::Node n = root["run"]) {
     check_keys(n, {"duration_ms", "drain_ms", "cores", "lookahead", "placement", "occupancy_interval_us", "packet_log"}, file, "run");
@@ -271,6 +298,8 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   if (const YAML::Node n = root["output"]) {
     check_keys(n, {"dir", "occupancy"}, file, "output");
     c.output_dir = get_string(n, "dir", "", file, "output");
+    if (n["dir"] && c.output_dir.empty())
+      throw ConfigError(where(file, n["dir"], "output.dir") + ": empty (leave the key out for results/<config name>)");
     c.occupancy_file = get_string(n, "occupancy", "binary", file, "output");
     parse_occupancy_file(c.occupancy_file, where(file, n["occupancy"], "output.occupancy"));
   }
@@ -279,12 +308,71 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   return c;
 }
 
-Experiment load_experiment(const std::string& path) {
+namespace {
+
+// What a variant makes stale in the base before the two merge: naming
+// another scheme, component, topology kind or traffic pattern starts it
+// afresh (as apply_router_level does across router levels), so the base's
+// settings for the old one do not follow it into the variant.
+void drop_stale(YAML::Node& base, const YAML::Node& over, const std::string& path) {
+  auto switches = [&](const char* key) {
+    const YAML::Node& cb = base;
+    return over[key] && over[key].IsScalar() && !(cb[key] && cb[key].IsScalar() && cb[key].Scalar() == over[key].Scalar());
+  };
+  auto drop = [&](const std::function<bool(const std::string&)>& stale) {
+    std::vector<std::string> keys;
+    for (const auto& kv : base)
+      if (stale(kv.first.Scalar())) keys.push_back(kv.first.Scalar());
+    for (const auto& k : keys) base.remove(k);
+  };
+  const size_t dots = static_cast<size_t>(std::count(path.begin(), path.end(), '.'));
+  const std::string head = path.substr(0, path.find('.'));
+  if (head == "routers" && dots == 1 && switches("scheme")) {  // routers.<level>
+    drop([](const std::string& k) { return k == "classifier" || k == "queue_manager" || k == "scheduler" || k == "router"; });
+  } else if (head == "routers" && dots == 2 && switches("name")) {  // routers.<level>.<component>
+    drop([](const std::string&) { return true; });
+  } else if (path == "topology" && switches("kind")) {
+    drop([](const std::string&) { return true; });
+  } else if (path == "workload") {
+    const YAML::Node& cb = base;
+    const std::string old_pattern = cb["pattern"] && cb["pattern"].IsScalar() ? cb["pattern"].Scalar() : "all_to_all";
+    const auto* info = Registry<TrafficPattern>::instance().find(old_pattern);
+    auto pattern_param = [&](const std::string& k) {
+      if (!info) return false;
+      for (const auto& d : info->params)
+        if (d.name == k) return true;
+      return false;
+    };
+    const bool to_trace = switches("kind") && over["kind"].Scalar() == "trace";
+    const bool to_poisson = switches("kind") && !to_trace;
+    if (switches("pattern") || to_trace) drop(pattern_param);
+    if (to_trace)
+      drop([](const std::string& k) {
+        return k == "pattern" || k == "load" || k == "size_cdf" || k == "fixed_size_pkts" || k == "max_flows";
+      });
+    if (to_poisson) drop([](const std::string& k) { return k == "trace"; });
+  }
+}
+
+void check_variant_name(const std::string& name, const YAML::Node& key, const std::string& file) {
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+                          std::string::npos || name[0] == '.')
+    throw ConfigError(where(file, key, "variants." + name) +
+                      ": variant names may use letters, digits, '_', '-' and '.' only (they name folders)");
+}
+
+}  // namespace
+
+Experiment load_experiment(const std::string& path, const std::vector<std::string>& only) {
+  return load_experiment_text(read_file_text(path), path, fs::absolute(path).parent_path().string(), only);
+}
+
+Experiment load_experiment_text(const std::string& text, const std::string& path, const std::string& base_dir,
+                                const std::vector<std::string>& only) {
   Experiment e;
   e.file = path;
-  const YAML::Node root = load_file(path);
+  const YAML::Node root = parse_yaml(text, path);
   if (!root.IsMap()) throw ConfigError(path + ": expected a mapping at the top level");
-  const std::string base_dir = fs::absolute(path).parent_path().string();
   const YAML::Node variants = root["variants"];
   if (!variants) {
     e.runs.push_back(parse_run(root, path, base_dir, ""));
@@ -292,17 +380,26 @@ Experiment load_experiment(const std::string& path) {
   }
   require_map(variants, path, "variants");
   if (variants.size() == 0) throw ConfigError(where(path, variants, "variants") + ": empty");
-  YAML::Node base = YAML::Clone(root);
-  base.remove("variants");
   for (const auto& kv : variants) {
-    const std::string name = kv.first.as<std::string>();
-    if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
-                            std::string::npos || name[0] == '.')
-      throw ConfigError(where(path, kv.first, "variants." + name) +
-                        ": variant names may use letters, digits, '_', '-' and '.' only (they name folders)");
+    const std::string name = kv.first.Scalar();
+    check_variant_name(name, kv.first, path);
     if (!kv.second.IsNull() && !kv.second.IsMap())
       throw ConfigError(where(path, kv.second, "variants." + name) + ": expected a mapping of overrides");
-    e.runs.push_back(parse_run(merge(base, kv.second), path, base_dir, name));
+    e.variant_names.push_back(name);
+  }
+  for (const std::string& name : e.variant_names) {
+    if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
+    // A fresh parse per variant: merge_into changes the base in place and
+    // shares the variant's nodes, so every value keeps its line and column.
+    YAML::Node base = parse_yaml(text, path);
+    const YAML::Node over = base["variants"][name];
+    base.remove("variants");
+    merge_into(base, over, "", drop_stale);
+    try {
+      e.runs.push_back(parse_run(base, path, base_dir, name));
+    } catch (const ConfigError& err) {
+      throw ConfigError(std::string(err.what()) + " (in variant '" + name + "')");
+    }
   }
   return e;
 }

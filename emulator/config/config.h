@@ -67,12 +67,22 @@ struct RunConfig {
 
 struct Experiment {
   std::string file;
-  std::vector<RunConfig> runs;  // one per variant (or one)
+  std::vector<std::string> variant_names;  // every variant in the file, in file order (none: empty)
+  std::vector<RunConfig> runs;             // one per variant loaded (or one)
 };
 
-// Parse and validate everything (topology, schemes and their parameters,
-// workload) without running. Throws ConfigError naming file:line, field, value.
-Experiment load_experiment(const std::string& path);
+// Parse the config (topology, schemes and their parameters, workload
+// settings) without running; validate_run (emulator/run/setup.h) does the
+// rest of what a run checks. Throws ConfigError naming file:line:col, the
+// field and the value; an error inside a variant also names the variant.
+// `only`: load just these variants (names not in the file are skipped: the
+// caller reports them against variant_names); empty: every variant. The
+// others' names are checked, their contents are not.
+Experiment load_experiment(const std::string& path, const std::vector<std::string>& only = {});
+// The same from text already read (`path` names it in messages; relative
+// files resolve against base_dir). The fuzz target drives this.
+Experiment load_experiment_text(const std::string& text, const std::string& path, const std::string& base_dir,
+                                const std::vector<std::string>& only = {});
 RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::string& base_dir,
                     const std::string& variant);
 

@@ -1,6 +1,10 @@
 #include "emulator/config/yaml_util.h"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace flexplane::yaml {
@@ -90,15 +94,16 @@ ParamValues to_params(const YAML::Node& map, const char* skip, const std::string
   for (const auto& kv : map) {
     const std::string key = kv.first.as<std::string>();
     if (skip && key == skip) continue;
+    const std::string at = where(file, kv.first, path + "." + key);  // errors about this key point at it
     if (kv.second.IsScalar()) {
-      out.set(key, kv.second.Scalar());
+      out.set(key, kv.second.Scalar(), at);
     } else if (kv.second.IsSequence()) {
       std::string joined;
       for (const auto& item : kv.second) {
         if (!item.IsScalar()) throw ConfigError(where(file, item, path + "." + key) + ": expected a list of values");
         joined += (joined.empty() ? "" : ",") + item.Scalar();
       }
-      out.set(key, joined);
+      out.set(key, joined, at);
     } else {
       throw ConfigError(where(file, kv.second, path + "." + key) + ": expected a value or a list of values");
     }
@@ -106,26 +111,95 @@ ParamValues to_params(const YAML::Node& map, const char* skip, const std::string
   return out;
 }
 
-YAML::Node merge(const YAML::Node& base, const YAML::Node& over) {
-  if (!over.IsDefined() || over.IsNull()) return YAML::Clone(base);
-  if (!base.IsMap() || !over.IsMap()) return YAML::Clone(over);
-  YAML::Node out = YAML::Clone(base);
+void merge_into(YAML::Node base, const YAML::Node& over, const std::string& path, const MergeHook& hook) {
+  if (!over.IsMap() || !base.IsMap()) return;
+  if (hook) hook(base, over, path);
+  const YAML::Node& cbase = base;  // const lookups: no zombie keys
   for (const auto& kv : over) {
-    const std::string key = kv.first.as<std::string>();
-    out[key] = base[key] ? merge(base[key], kv.second) : YAML::Clone(kv.second);
+    const std::string key = kv.first.Scalar();
+    const YAML::Node old = cbase[key];
+    if (!old) {
+      base.force_insert(kv.first, kv.second);  // the variant's own key and value nodes: their marks
+    } else if (kv.second.IsNull()) {
+      // `key: ~` in a variant keeps the base's value
+    } else if (old.IsMap() && kv.second.IsMap()) {
+      merge_into(base[key], kv.second, path.empty() ? key : path + "." + key, hook);
+    } else {
+      base[key] = kv.second;  // shares the node (and its mark); the base's key keeps its place
+    }
   }
-  return out;
 }
 
-YAML::Node load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open file");
-  try {
-    return YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": YAML syntax error: " + e.msg);
+namespace {
+
+std::string line_col(const YAML::Mark& m) { return std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1); }
+
+// See load_file. `budget` counts the nodes still allowed.
+void check_tree(const YAML::Node& node, const std::string& file, const std::string& path, int depth,
+                size_t& budget) {
+  if (depth > kMaxDepth || budget == 0)
+    throw ConfigError(where(file, node, path) + ": nested too deeply or too large (more than " +
+                      std::to_string(kMaxDepth) + " levels or " + std::to_string(kMaxNodes) +
+                      " values, counting what aliases repeat)");
+  --budget;
+  const std::string prefix = path.empty() ? "" : path + ".";
+  if (node.IsSequence()) {
+    size_t i = 0;
+    for (const auto& item : node) check_tree(item, file, prefix + std::to_string(i++), depth + 1, budget);
+  } else if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar())
+        throw ConfigError(where(file, kv.first, path) + ": a key must be a plain name, not a list or a mapping");
+      const std::string key = kv.first.Scalar();
+      if (auto [it, fresh] = seen.emplace(key, kv.first.Mark()); !fresh)
+        throw ConfigError(where(file, kv.first, prefix + key) + ": key '" + key + "' given twice (first at " + file +
+                          ":" + line_col(it->second) + ")");
+      check_tree(kv.second, file, prefix + key, depth + 1, budget);
+    }
   }
 }
+
+}  // namespace
+
+void require_input_file(const std::string& path, const std::string& at) {
+  namespace fs = std::filesystem;
+  // "exp.yaml: is a folder" for the config itself; "<field>: 'x' is a folder" for a field.
+  const std::string what = at == path ? at + ": " : at + ": '" + path + "' ";
+  const std::string cannot_open = at == path ? at + ": cannot open: " : at + ": cannot open '" + path + "': ";
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st)) throw ConfigError(what + "is a folder, not a file");
+  if (!fs::exists(st)) throw ConfigError(cannot_open + "no such file");
+  // A field's file is read whole (a device like /dev/zero would never end); the
+  // config itself may also come from a pipe (/dev/stdin).
+  if (!fs::is_regular_file(st) && !(at == path && (fs::is_character_file(st) || fs::is_fifo(st))))
+    throw ConfigError(what + "is not a regular file");
+  std::ifstream in(path);
+  if (!in) throw ConfigError(cannot_open + std::strerror(errno));
+}
+
+std::string read_file_text(const std::string& path) {
+  require_input_file(path, path);
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(path + ": read error");
+  return text.str();
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(name + ":" + line_col(e.mark) + ": YAML syntax error: " + e.msg);
+  }
+  size_t budget = kMaxNodes;
+  check_tree(root, name, "", 0, budget);
+  return root;
+}
+
+YAML::Node load_file(const std::string& path) { return parse_yaml(read_file_text(path), path); }
 
 }  // namespace flexplane::yaml

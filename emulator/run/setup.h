@@ -13,6 +13,7 @@
 
 #include "api/router.h"
 #include "emulator/config/config.h"
+#include "emulator/config/printable.h"
 #include "emulator/config/router_factory.h"
 #include "emulator/engine/engine.h"
 
@@ -24,30 +25,48 @@ struct UsageError : std::runtime_error {
 };
 
 // Runs `body`, turning errors into a message on stderr and an exit status:
-// 2 for bad arguments or configuration, `other` for anything else.
+// 2 for bad arguments or configuration, `other` for anything else. Messages
+// quote inputs, so they are printed through printable().
 template <class Fn>
 int exit_status_of(Fn&& body, int other) {
+  auto say = [](const std::exception& e) { std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str()); };
   try {
     return body();
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say(e);
     return 2;
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say(e);
     return 2;
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say(e);
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say(e);
     return other;
   }
 }
 
+// A warning on stderr (through printable()).
+inline void warn(const std::string& message) { std::fprintf(stderr, "warning: %s\n", printable(message).c_str()); }
+
+// Throws UsageError unless every name in `names` is a variant of `exp`.
+void check_variant_names(const Experiment& exp, const std::vector<std::string>& names);
+
 // The run of `file` named `variant` ("" for a file without variants).
 // Throws UsageError if there is no such variant (or none was named where
-// several exist), ConfigError for a bad file.
+// several exist), ConfigError for a bad file. Only that variant is loaded and
+// validated (validate_run; its warnings are printed).
 RunConfig pick_run(const std::string& file, const std::string& variant);
+
+// Everything a run checks before it simulates, shared by `check` and `run`
+// (and by replay and live, through pick_run): builds every router and the
+// endpoint contract, resolves the transport, and checks the workload against
+// the topology (a trace is read in full; a generated workload's pattern, sizes
+// and flow count). Cores beyond one per router have nothing to run and only
+// slow every timeslot's synchronisation, so c.cores is capped at the number
+// of routers, with a warning. Throws ConfigError; returns the warnings.
+std::vector<std::string> validate_run(RunConfig& c);
 
 // One router per topology router, from the config; `resolved` receives what
 // was built (for metadata and the endpoint contract).

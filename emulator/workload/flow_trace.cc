@@ -37,6 +37,11 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
+// A cell or line quoted in a message: at most 40 bytes of it (a binary file
+// may have no line breaks at all). Control bytes are escaped where the
+// message is printed (emulator/config/printable.h).
+std::string clip(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 40) + "..."; }
+
 }  // namespace
 
 FlowList read_flow_trace(const std::string& path, uint32_t num_endpoints) {
@@ -62,7 +67,7 @@ FlowList read_flow_trace(std::istream& in, const std::string& name, uint32_t num
     if (text.empty() || text[0] == '#') continue;
     if (!have_header) {
       if (text != kFlowTraceHeader)
-        throw ConfigError(loc + ": expected the header '" + std::string(kFlowTraceHeader) + "', got '" + text + "'");
+        throw ConfigError(loc + ": expected the header '" + std::string(kFlowTraceHeader) + "', got '" + clip(text) + "'");
       have_header = true;
       continue;
     }
@@ -73,7 +78,7 @@ FlowList read_flow_trace(std::istream& in, const std::string& name, uint32_t num
     uint64_t v[5];
     for (int i = 0; i < 5; ++i)
       if (!parse_u64(f[i], v[i]))
-        throw ConfigError(loc + ": " + kFields[i] + " '" + f[i] + "' is not an unsigned integer");
+        throw ConfigError(loc + ": " + kFields[i] + " '" + clip(f[i]) + "' is not an unsigned integer");
     const uint64_t id = v[0], src = v[1], dst = v[2], size = v[3], start = v[4];
     if (src >= num_endpoints)
       throw ConfigError(loc + ": src " + f[1] + " is not an endpoint (the topology has " +

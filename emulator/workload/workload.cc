@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "api/params.h"
+#include "emulator/config/yaml_util.h"
 #include "emulator/workload/flow_trace.h"
 #include "emulator/workload/traffic_pattern.h"
 
@@ -168,7 +169,7 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
       only_with(k, "kind: poisson (a trace fixes every flow)");
     for (const auto& [k, v] : spec.pattern_params.entries) only_with(k.c_str(), "kind: poisson (a trace fixes every flow)");
     if (!has("trace")) throw ConfigError(where + ": kind: trace needs `trace: <flow trace CSV>`");
-    if (!std::ifstream(spec.trace_path)) throw ConfigError(trace_at + ": cannot open '" + spec.trace_path + "'");
+    yaml::require_input_file(spec.trace_path, trace_at);
     return spec;
   }
 
@@ -183,6 +184,7 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
   if (has("duration_timeslots") && spec.duration == 0)
     throw ConfigError(where + ".duration_timeslots: must be > 0 ('0')");
   if (!spec.size_cdf.empty()) {
+    yaml::require_input_file(spec.size_cdf, cdf_at);
     try {
       SizeDistribution::load(spec.size_cdf);
     } catch (const ConfigError& e) {
@@ -230,11 +232,58 @@ SizeDistribution size_distribution(const WorkloadSpec& spec) {
   return SizeDistribution::load(spec.size_cdf);
 }
 
+namespace {
+
+// What generation needs of a poisson spec against `num_endpoints`, checked
+// without generating: the pattern fits (prepared from its own stream, as
+// generation does), the sizes load, the flow count stays under max_flows.
+struct PoissonSetup {
+  std::unique_ptr<TrafficPattern> pattern;
+  SizeDistribution sizes;
+  double flows_per_timeslot = 0;
+  double expected_flows = 0;
+};
+
+PoissonSetup poisson_setup(const WorkloadSpec& spec, uint32_t num_endpoints) {
+  const std::string& where = spec.where;
+  if (spec.duration == 0)
+    throw ConfigError(where + ".duration_timeslots: a poisson workload needs a duration > 0 timeslots");
+  if (!(spec.load > 0 && spec.load <= 1))
+    throw ConfigError(where + ".load: offered load must be in (0, 1] ('" + fmt(spec.load) + "')");
+  ParamValues pattern_values = spec.pattern_params;
+  pattern_values.where = where;
+  PoissonSetup s{Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern").make(pattern_values, nullptr),
+                 size_distribution(spec)};
+  Rng pattern_rng(spec.seed, kPatternStream);
+  s.pattern->prepare(num_endpoints, pattern_rng, where);
+  s.flows_per_timeslot = spec.load * num_endpoints / s.sizes.mean_pkts();
+  s.expected_flows = s.flows_per_timeslot * static_cast<double>(spec.duration);
+  if (s.expected_flows > static_cast<double>(spec.max_flows))
+    throw ConfigError(where + ".max_flows: the workload would generate ~" + fmt(std::round(s.expected_flows)) +
+                      " flows, more than max_flows = " + std::to_string(spec.max_flows) +
+                      " (raise max_flows, or lower load or duration_timeslots)");
+  return s;
+}
+
+void check_endpoints(const WorkloadSpec& spec, uint32_t num_endpoints) {
+  if (num_endpoints < 2 || num_endpoints > kMaxEndpoints)
+    throw ConfigError(spec.where + ": a workload needs 2.." + std::to_string(kMaxEndpoints) +
+                      " endpoints, the topology has " + std::to_string(num_endpoints));
+}
+
+}  // namespace
+
+void validate_workload(const WorkloadSpec& spec, uint32_t num_endpoints) {
+  check_endpoints(spec, num_endpoints);
+  if (spec.kind == WorkloadKind::kTrace)
+    read_flow_trace(spec.trace_path, num_endpoints);  // every row, against this topology
+  else
+    poisson_setup(spec, num_endpoints);
+}
+
 FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats) {
   const std::string& where = spec.where;
-  if (num_endpoints < 2 || num_endpoints > kMaxEndpoints)
-    throw ConfigError(where + ": a workload needs 2.." + std::to_string(kMaxEndpoints) + " endpoints, the topology has " +
-                      std::to_string(num_endpoints));
+  check_endpoints(spec, num_endpoints);
   WorkloadStats local;
   WorkloadStats& st = stats ? *stats : local;
   st = WorkloadStats{};
@@ -248,28 +297,15 @@ FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, Worklo
       flows.erase(end, flows.end());
     }
   } else {
-    if (spec.duration == 0)
-      throw ConfigError(where + ".duration_timeslots: a poisson workload needs a duration > 0 timeslots");
-    if (!(spec.load > 0 && spec.load <= 1))
-      throw ConfigError(where + ".load: offered load must be in (0, 1] ('" + fmt(spec.load) + "')");
-    ParamValues pattern_values = spec.pattern_params;
-    pattern_values.where = where;
-    const std::unique_ptr<TrafficPattern> pattern =
-        Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern").make(pattern_values, nullptr);
-    Rng pattern_rng(spec.seed, kPatternStream);
-    pattern->prepare(num_endpoints, pattern_rng, where);
+    PoissonSetup setup = poisson_setup(spec, num_endpoints);
+    TrafficPattern* pattern = setup.pattern.get();
     st.permutation = pattern->fixed_map();
     const uint32_t flows_per_event = pattern->flows_per_event();
-
-    const SizeDistribution sizes = size_distribution(spec);
+    const SizeDistribution& sizes = setup.sizes;
     st.mean_size_pkts = sizes.mean_pkts();
-    st.flows_per_timeslot = spec.load * num_endpoints / sizes.mean_pkts();
+    st.flows_per_timeslot = setup.flows_per_timeslot;
     const double events_per_timeslot = st.flows_per_timeslot / flows_per_event;
-    const double expected_flows = st.flows_per_timeslot * static_cast<double>(spec.duration);
-    if (expected_flows > static_cast<double>(spec.max_flows))
-      throw ConfigError(where + ".max_flows: the workload would generate ~" + fmt(std::round(expected_flows)) +
-                        " flows, more than max_flows = " + std::to_string(spec.max_flows) +
-                        " (raise max_flows, or lower load or duration_timeslots)");
+    const double expected_flows = setup.expected_flows;
 
     Rng arrival_rng(spec.seed, kArrivalStream);
     Rng size_rng(spec.seed, kSizeStream);

@@ -94,6 +94,13 @@ void describe(const WorkloadSpec& spec, YAML::Emitter& out);
 // The spec's size distribution: fixed_size_pkts if set, else size_cdf loaded.
 SizeDistribution size_distribution(const WorkloadSpec& spec);
 
+// Everything generate_flows checks, without generating: a trace is read in
+// full against num_endpoints (every row: fields, ids, src != dst); a
+// generated workload's pattern must fit the endpoints (incast fan_in), its
+// sizes load and its flow count stay under max_flows. Throws ConfigError.
+// `check` and `run` both call it (emulator/run/setup.h validate_run).
+void validate_workload(const WorkloadSpec& spec, uint32_t num_endpoints);
+
 // Generates (poisson) or reads (trace) the run's flows. Throws ConfigError
 // (prefixed with spec.where) if the spec does not fit num_endpoints.
 FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats = nullptr);
