@@ -10,7 +10,8 @@ fct/slowdown are empty or NaN for unfinished flows) and writes to DIR
 (default RESULTS_DIR):
 
 - fct_slowdown.png: mean and 99th-percentile slowdown per flow-size bucket
-  (log y), and the number / fraction of flows that did not finish per scheme;
+  (log y), and the number / fraction of flows that did not finish per scheme
+  (a panel only when some did not: else a line saying every flow finished);
 - fct_summary.csv: scheme, bucket, n, mean_slowdown, p99_slowdown, unfinished.
 
 Buckets are in packets, (0, e1], (e1, e2], ..., (ek, inf), labelled with
@@ -127,12 +128,35 @@ def write_summary(rows: Sequence[BucketStats], path: Path) -> None:
             w.writerow([r.scheme, r.bucket, r.n, repr(r.mean_slowdown), repr(r.p99_slowdown), r.unfinished])
 
 
-def plot(per_scheme: Dict[str, List[BucketStats]], buckets: Sequence[Bucket], out_png: Path, title: str,
-         metric: str = "slowdown") -> None:
+def percent_text(f: float) -> str:
+    """A share of flows: 0.0036%, 1.1%, 10.0%; never rounded up to 100% while a flow finished."""
+    if f in (0.0, 100.0):
+        return f"{f:.0f}%"
+    if f < 10:
+        return f"{f:.2g}%"
+    return f"{math.floor(f * 10) / 10:.1f}%"
+
+
+def unfinished_note(totals: Dict[str, BucketStats]) -> str:
+    """The line that replaces the unfinished-flows panel when every flow finished."""
+    counts = sorted({t.n for t in totals.values()})
+    each = f"{counts[0]} flows" if len(counts) == 1 else f"{counts[0]}–{counts[-1]} flows"
+    return f"every flow finished in every scheme ({each} each)"
+
+
+def figure(per_scheme: Dict[str, List[BucketStats]], buckets: Sequence[Bucket], title: str,
+           metric: str = "slowdown") -> "matplotlib.figure.Figure":
+    """The slowdown panels, and the unfinished flows per scheme only when some did not
+    finish (one horizontal bar per scheme, its count on its own row); else a note."""
     schemes = list(per_scheme)
     colors = scheme_colors(schemes)
-    fig, (ax_mean, ax_p99, ax_unf) = plt.subplots(
-        1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [3, 3, 2]})
+    totals = {s: next(r for r in per_scheme[s] if r.bucket == "all") for s in schemes}
+    any_unfinished = any(t.unfinished for t in totals.values())
+    if any_unfinished:
+        fig, (ax_mean, ax_p99, ax_unf) = plt.subplots(
+            1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [3, 3, 2]})
+    else:
+        fig, (ax_mean, ax_p99) = plt.subplots(1, 2, figsize=(13, 5.2))
     x = np.arange(len(buckets))
     for ax, field, what in ((ax_mean, "mean_slowdown", "mean"), (ax_p99, "p99_slowdown", "99th percentile")):
         for s in schemes:
@@ -152,22 +176,37 @@ def plot(per_scheme: Dict[str, List[BucketStats]], buckets: Sequence[Bucket], ou
         ax.grid(True, which="both", axis="y", alpha=0.3)
         ax.legend(fontsize=9)
 
-    totals = {s: next(r for r in per_scheme[s] if r.bucket == "all") for s in schemes}
-    frac = [100.0 * t.unfinished / max(1, t.n + t.unfinished) for t in totals.values()]
-    bars = ax_unf.bar(range(len(schemes)), frac, color=[colors[s] for s in schemes])
-    for bar, t, f in zip(bars, totals.values(), frac):
-        ax_unf.annotate(f"{t.unfinished} of {t.n + t.unfinished}\n({f:.2g}%)",
-                        (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=8.5, xytext=(0, 2), textcoords="offset points")
-    ax_unf.set_xticks(range(len(schemes)))
-    ax_unf.set_xticklabels(schemes, rotation=20, ha="right", fontsize=9)
-    ax_unf.set_ylabel("unfinished flows (% of flows)")
-    top = max(frac, default=0.0)
-    ax_unf.set_ylim(0, top * 1.35 if top > 0 else 1.0)
-    ax_unf.set_title("flows not finished by end of run")
-    ax_unf.grid(True, axis="y", alpha=0.3)
+    if any_unfinished:
+        # Horizontal bars, first scheme on top: each label sits on its own row, right of its
+        # bar, so labels cannot run into each other however many schemes there are.
+        frac = [100.0 * t.unfinished / max(1, t.n + t.unfinished) for t in totals.values()]
+        rows = np.arange(len(schemes))[::-1]
+        ax_unf.barh(rows, frac, color=[colors[s] for s in schemes], height=0.6)
+        for row, t, f in zip(rows, totals.values(), frac):
+            ax_unf.annotate(f"{t.unfinished} of {t.n + t.unfinished} ({percent_text(f)})", (f, row),
+                            ha="left", va="center", fontsize=8.5, xytext=(3, 0), textcoords="offset points")
+        ax_unf.set_yticks(rows)
+        ax_unf.set_yticklabels(schemes, fontsize=9)
+        ax_unf.set_xlabel("unfinished flows (% of flows)")
+        # Room right of the longest bar for its label; no ticks out there (nor above 100%).
+        ax_unf.set_xlim(0, max(frac) * 2.2)
+        ax_unf.set_xticks([v for v in ax_unf.get_xticks() if 0 <= v <= min(100.0, max(frac) * 1.1)])
+        ax_unf.set_xlim(0, max(frac) * 2.2)
+        ax_unf.set_ylim(-0.6, len(schemes) - 0.4)
+        ax_unf.set_title("flows not finished by end of run", fontsize=10)
+        ax_unf.grid(True, axis="x", alpha=0.3)
     fig.suptitle(f"{title}: {METRICS[metric][1]}" if title else METRICS[metric][1])
-    fig.tight_layout()
+    if any_unfinished:
+        fig.tight_layout()
+    else:
+        fig.text(0.5, 0.01, unfinished_note(totals), ha="center", va="bottom", fontsize=10)
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def plot(per_scheme: Dict[str, List[BucketStats]], buckets: Sequence[Bucket], out_png: Path, title: str,
+         metric: str = "slowdown") -> None:
+    fig = figure(per_scheme, buckets, title, metric)
     fig.savefig(out_png, dpi=130)
     plt.close(fig)
 
