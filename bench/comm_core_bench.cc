@@ -64,10 +64,7 @@ void BM_CommCoreRequests(benchmark::State& state) {
   }
   CommCoreConfig cc;
   cc.port_id = rp.port;
-  for (uint32_t e = 0; e < eps; ++e) {
-    in_addr a{htonl(kEp0Ip + e)};
-    cc.endpoint_ips.push_back(inet_ntoa(a));
-  }
+  for (uint32_t e = 0; e < eps; ++e) cc.endpoint_ips.push_back(net::Ipv4(kEp0Ip + e));
   cc.window = 1024;
   CommCore core(cc, traffic, test_pool());
   const rte_ether_addr mac = core.mac();

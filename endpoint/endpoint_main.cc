@@ -24,6 +24,7 @@
 #include "emulator/config/router_factory.h"
 #include "api/version.h"
 #include "emulator/workload/workload.h"
+#include "emulator/config/printable.h"
 #include "endpoint/endpoint_setup.h"
 #include "endpoint/flow_driver.h"
 
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
     o.emulator = s.emulator;
     o.bind = s.bind;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "flexplane-endpoint: %s\n", e.what());
+    std::fprintf(stderr, "flexplane-endpoint: %s\n", printable(e.what()).c_str());  // messages quote inputs
     return 2;
   }
 

@@ -41,11 +41,16 @@ inline EndpointSetup endpoint_setup(const std::string& config, const std::string
   const uint32_t n = s.run.topology.num_endpoints;
   if (id >= n) throw std::invalid_argument("--id " + std::to_string(id) + ": the topology has " + std::to_string(n) + " endpoints");
   s.contract = endpoint_contract(s.run);
-  const std::string emu = emulator_override.empty() ? s.run.live.emulator_ip : emulator_override;
-  if (!parse_addr(emu, s.run.live.udp_port, &s.emulator))
-    throw std::invalid_argument("--emulator '" + emu + "': expected IPv4[:PORT]");
-  const std::string own = bind_override.empty() ? s.run.live.endpoint_ips.at(id) : bind_override;
-  if (!parse_addr(own, 0, &s.bind)) throw std::invalid_argument("--bind '" + own + "': expected IPv4[:PORT]");
+  // The config's addresses arrive parsed and checked; overrides are parsed
+  // here with the same parser.
+  s.emulator = socket_addr(s.run.live.emulator_ip, s.run.live.udp_port);
+  if (!emulator_override.empty() && !parse_addr(emulator_override, s.run.live.udp_port, &s.emulator))
+    throw std::invalid_argument("--emulator '" + emulator_override +
+                                "': expected IPv4[:PORT] (a.b.c.d, each 0..255 without leading zeros)");
+  s.bind = socket_addr(s.run.live.endpoint_ips.at(id), 0);
+  if (!bind_override.empty() && !parse_addr(bind_override, 0, &s.bind))
+    throw std::invalid_argument("--bind '" + bind_override +
+                                "': expected IPv4[:PORT] (a.b.c.d, each 0..255 without leading zeros)");
   return s;
 }
 

@@ -190,4 +190,11 @@ TEST_CASE("endpoint driver: address parsing", "[endpoint]") {
   CHECK_FALSE(parse_addr("10.77.0.2:", 9977, &a));
   CHECK_FALSE(parse_addr("10.77.0.2:99999", 9977, &a));
   CHECK_FALSE(parse_addr("host:12", 9977, &a));
+  // The one strict parser: the spelling the emulator's config refuses is
+  // refused here too (issue 21: 10.77.0.010 and 10.77.0.10 were two texts).
+  CHECK_FALSE(parse_addr("10.77.0.010", 9977, &a));
+  CHECK_FALSE(parse_addr("10.77.0.010:1234", 9977, &a));
+  CHECK_FALSE(parse_addr(" 10.77.0.2", 9977, &a));
+  REQUIRE(parse_addr("10.77.0.10", 9977, &a));
+  CHECK(a.sin_addr.s_addr == htonl(0x0a4d000a));
 }

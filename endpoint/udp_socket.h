@@ -15,9 +15,21 @@
 #include <stdexcept>
 #include <string>
 
+#include "net/ipv4_address.h"
+
 namespace flexplane::endpoint {
 
-// Parses "a.b.c.d" or "a.b.c.d:port" (port defaults to default_port).
+// A socket address for `ip`:`port`.
+inline sockaddr_in socket_addr(net::Ipv4 ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = ip.network_order();
+  return a;
+}
+
+// Parses "a.b.c.d" or "a.b.c.d:port" (port defaults to default_port), the
+// address with the project's one strict parser (net/ipv4_address.h).
 inline bool parse_addr(const std::string& text, uint16_t default_port, sockaddr_in* out) {
   std::string host = text;
   uint32_t port = default_port;
@@ -29,10 +41,10 @@ inline bool parse_addr(const std::string& text, uint16_t default_port, sockaddr_
     port = static_cast<uint32_t>(std::stoul(p));
     if (port == 0 || port > 65535) return false;
   }
-  std::memset(out, 0, sizeof(*out));
-  out->sin_family = AF_INET;
-  out->sin_port = htons(static_cast<uint16_t>(port));
-  return inet_pton(AF_INET, host.c_str(), &out->sin_addr) == 1;
+  const auto ip = net::parse_ipv4(host);
+  if (!ip) return false;
+  *out = socket_addr(*ip, static_cast<uint16_t>(port));
+  return true;
 }
 
 inline std::string addr_text(const sockaddr_in& a) {

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "api/endpoint_contract.h"
 #include "emulator/config/yaml_util.h"
+#include "net/ipv4_address.h"
 #include "emulator/workload/traffic_pattern.h"
 
 namespace flexplane {
@@ -81,61 +83,81 @@ std::vector<RouterSpec> parse_routers(const YAML::Node& node, const Topology& to
   return specs;
 }
 
-bool parse_ipv4(const std::string& s, uint32_t& out) {
-  unsigned a, b, c, d;
-  char tail;
-  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 || d > 255)
-    return false;
-  out = (a << 24) | (b << 16) | (c << 8) | d;
-  return true;
-}
-
-std::string ipv4_text(uint32_t v) {
-  return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 255) + "." + std::to_string((v >> 8) & 255) + "." +
-         std::to_string(v & 255);
+// live: addresses, read with the one strict parser (net/ipv4_address.h) and
+// checked here, before anything starts: each a unicast address, endpoint i =
+// first_endpoint_ip + i without running past 255.255.255.255, no address
+// twice (the endpoints' among themselves and against emulator_ip).
+net::Ipv4 live_address(const YAML::Node& node, const std::string& text, const std::string& file,
+                       const std::string& field) {
+  const auto a = net::parse_ipv4(text);
+  if (!a)
+    throw ConfigError(where(file, node, field) + ": '" + text +
+                      "' is not an IPv4 address (a.b.c.d, each 0..255 without leading zeros)");
+  if (const char* why = net::not_unicast(*a)) throw ConfigError(where(file, node, field) + ": " + text + " is " + why);
+  return *a;
 }
 
 LiveConfig parse_live(const YAML::Node& n, uint32_t num_endpoints, const std::string& file) {
   LiveConfig live;
-  uint32_t ip;
-  if (!n) {  // defaults: endpoints at 10.77.0.10 + i
-    for (uint32_t e = 0; e < num_endpoints; ++e) live.endpoint_ips.push_back(ipv4_text((10u << 24 | 77u << 16 | 10u) + e));
-    return live;
-  }
-  check_keys(n, {"emulator_ip", "udp_port", "endpoint_ips", "first_endpoint_ip", "endpoint_queue_pkts",
-                 "sleep_when_ahead", "max_lead_us", "stats_interval_s"},
-             file, "live");
-  live.emulator_ip = get_string(n, "emulator_ip", live.emulator_ip, file, "live");
-  if (!parse_ipv4(live.emulator_ip, ip))
-    throw ConfigError(where(file, n["emulator_ip"], "live.emulator_ip") + ": '" + live.emulator_ip + "' is not an IPv4 address");
-  live.udp_port = static_cast<uint16_t>(get_uint(n, "udp_port", live.udp_port, 1, 65535, file, "live"));
-  live.endpoint_queue_pkts = static_cast<uint32_t>(get_uint(n, "endpoint_queue_pkts", 4096, 1, 1 << 24, file, "live"));
-  live.sleep_when_ahead = get_bool(n, "sleep_when_ahead", true, file, "live");
-  live.max_lead_us = get_double(n, "max_lead_us", 0, 0, 1e6, file, "live");
-  live.stats_interval_s = get_double(n, "stats_interval_s", 1, 0.01, 3600, file, "live");
-  if (n["endpoint_ips"] && n["first_endpoint_ip"])
-    throw ConfigError(where(file, n, "live") + ": give endpoint_ips or first_endpoint_ip, not both");
-  if (const YAML::Node list = n["endpoint_ips"]) {
-    if (!list.IsSequence() || list.size() != num_endpoints)
-      throw ConfigError(where(file, list, "live.endpoint_ips") + ": expected a list of " +
-                        std::to_string(num_endpoints) + " addresses (one per endpoint)");
-    for (const auto& item : list) {
-      if (!item.IsScalar() || !parse_ipv4(item.Scalar(), ip))
-        throw ConfigError(where(file, item, "live.endpoint_ips") + ": '" + (item.IsScalar() ? item.Scalar() : "?") +
-                          "' is not an IPv4 address");
-      live.endpoint_ips.push_back(item.Scalar());
+  net::Ipv4 first(10, 77, 0, 10);  // endpoint i at 10.77.0.10 + i unless told otherwise
+  YAML::Node at;                    // where endpoint address errors point
+  if (n) at.reset(n);
+  std::string field = "live.first_endpoint_ip";
+  bool listed = false;
+  if (n) {
+    check_keys(n, {"emulator_ip", "udp_port", "endpoint_ips", "first_endpoint_ip", "endpoint_queue_pkts",
+                   "sleep_when_ahead", "max_lead_us", "stats_interval_s"},
+               file, "live");
+    if (n["emulator_ip"])
+      live.emulator_ip = live_address(n["emulator_ip"], get_string(n, "emulator_ip", "", file, "live"), file,
+                                      "live.emulator_ip");
+    live.udp_port = static_cast<uint16_t>(get_uint(n, "udp_port", live.udp_port, 1, 65535, file, "live"));
+    live.endpoint_queue_pkts = static_cast<uint32_t>(get_uint(n, "endpoint_queue_pkts", 4096, 1, 1 << 24, file, "live"));
+    live.sleep_when_ahead = get_bool(n, "sleep_when_ahead", true, file, "live");
+    live.max_lead_us = get_double(n, "max_lead_us", 0, 0, 1e6, file, "live");
+    live.stats_interval_s = get_double(n, "stats_interval_s", 1, 0.01, 3600, file, "live");
+    if (n["endpoint_ips"] && n["first_endpoint_ip"])
+      throw ConfigError(where(file, n, "live") + ": give endpoint_ips or first_endpoint_ip, not both");
+    if (const YAML::Node list = n["endpoint_ips"]) {
+      if (!list.IsSequence() || list.size() != num_endpoints)
+        throw ConfigError(where(file, list, "live.endpoint_ips") + ": expected a list of " +
+                          std::to_string(num_endpoints) + " addresses (one per endpoint)");
+      listed = true;
+    } else if (n["first_endpoint_ip"]) {
+      at.reset(n["first_endpoint_ip"]);  // reset rebinds; `=` would overwrite the node it refers to
+      first = live_address(at, get_string(n, "first_endpoint_ip", "", file, "live"), file, field);
     }
-  } else {
-    const std::string first = get_string(n, "first_endpoint_ip", "10.77.0.10", file, "live");
-    if (!parse_ipv4(first, ip))
-      throw ConfigError(where(file, n["first_endpoint_ip"], "live.first_endpoint_ip") + ": '" + first +
-                        "' is not an IPv4 address");
-    for (uint32_t e = 0; e < num_endpoints; ++e) live.endpoint_ips.push_back(ipv4_text(ip + e));
   }
-  for (size_t i = 0; i < live.endpoint_ips.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (live.endpoint_ips[i] == live.endpoint_ips[j] || live.endpoint_ips[i] == live.emulator_ip)
-        throw ConfigError(where(file, n, "live") + ": address " + live.endpoint_ips[i] + " is used twice");
+  std::map<net::Ipv4, uint32_t> owner;  // address -> endpoint
+  for (uint32_t e = 0; e < num_endpoints; ++e) {
+    net::Ipv4 a;
+    if (listed) {
+      at.reset(n["endpoint_ips"][e]);
+      field = "live.endpoint_ips[" + std::to_string(e) + "]";
+      a = live_address(at, at.IsScalar() ? at.Scalar() : std::string("(not a single value)"), file, field);
+    } else {
+      const uint64_t v = uint64_t{first.host} + e;
+      if (v > 0xFFFFFFFFu)
+        throw ConfigError(where(file, at, field) + ": " + first.str() + " + " + std::to_string(num_endpoints - 1) +
+                          " (endpoint i is first_endpoint_ip + i) runs past 255.255.255.255");
+      a = net::Ipv4(static_cast<uint32_t>(v));
+      if (const char* why = net::not_unicast(a))
+        throw ConfigError(where(file, at, field) + ": endpoint " + std::to_string(e) + " would be " + a.str() +
+                          ", " + why);
+    }
+    const std::string is = listed ? a.str() + " is" : "endpoint " + std::to_string(e) + " would be " + a.str() + ",";
+    if (a == live.emulator_ip) {
+      if (!listed && !(n && n["first_endpoint_ip"]))  // the default endpoints meet a given emulator_ip
+        throw ConfigError(where(file, n["emulator_ip"], "live.emulator_ip") + ": " + a.str() + " is endpoint " +
+                          std::to_string(e) + "'s address (first_endpoint_ip defaults to 10.77.0.10)");
+      throw ConfigError(where(file, at, field) + ": " + is + " live.emulator_ip's address");
+    }
+    const auto [it, fresh] = owner.emplace(a, e);
+    if (!fresh)
+      throw ConfigError(where(file, at, field) + ": " + is + " endpoint " + std::to_string(it->second) +
+                        "'s address too");
+    live.endpoint_ips.push_back(a);
+  }
   return live;
 }
 

@@ -17,6 +17,7 @@
 #include "emulator/topology/topology.h"
 #include "emulator/traffic/closed_loop.h"
 #include "emulator/workload/workload.h"
+#include "net/ipv4_address.h"
 
 namespace flexplane {
 
@@ -28,11 +29,12 @@ struct NetworkConfig {
 
 // Live emulation (`flexplane-emulator live`): where the emulator listens and
 // which address each endpoint has. Endpoints are identified by their IPv4
-// source address: endpoint i has endpoint_ips[i].
+// source address: endpoint i has endpoint_ips[i]. Parsed and checked once, at
+// load (unicast, distinct, none equal to emulator_ip; docs/live.md).
 struct LiveConfig {
-  std::string emulator_ip = "10.77.0.2";  // answers ARP for this; receives the protocol's UDP
+  net::Ipv4 emulator_ip{10, 77, 0, 2};    // answers ARP for this; receives the protocol's UDP
   uint16_t udp_port = 9977;               // docs/protocol.md
-  std::vector<std::string> endpoint_ips;  // index = endpoint id; from `endpoint_ips` (list) or `first_endpoint_ip`
+  std::vector<net::Ipv4> endpoint_ips;    // index = endpoint id; from `endpoint_ips` (list) or `first_endpoint_ip`
   uint32_t endpoint_queue_pkts = 4096;    // emulated NIC queue per endpoint
   bool sleep_when_ahead = true;           // real-time engine sleeps rather than spins when far ahead
   double max_lead_us = 0;                 // real-time engine may start a timeslot this early

@@ -26,13 +26,6 @@ inline void wr32(uint8_t* p, uint32_t v) {
   p[3] = static_cast<uint8_t>(v);
 }
 
-bool parse_ip(const std::string& s, uint32_t* host_order) {
-  in_addr a{};
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-  *host_order = ntohl(a.s_addr);
-  return true;
-}
-
 }  // namespace
 
 struct CommCore::Peer {
@@ -46,9 +39,11 @@ struct CommCore::Peer {
 
 CommCore::CommCore(const CommCoreConfig& cfg, LiveTraffic& traffic, rte_mempool* pool)
     : cfg_(cfg), traffic_(traffic), pool_(pool), pending_(std::make_unique<PendingTable>()), vbuf_(256) {
-  uint32_t ip;
-  if (!parse_ip(cfg.emulator_ip, &ip)) throw std::invalid_argument("emulator_ip '" + cfg.emulator_ip + "' is not IPv4");
-  ip_be_ = htonl(ip);
+  // Addresses arrive parsed and checked (emulator/config: parse_live); what
+  // the tables below rely on is asserted again for direct users.
+  if (net::not_unicast(cfg.emulator_ip))
+    throw std::invalid_argument("emulator_ip " + cfg.emulator_ip.str() + " is not a unicast address");
+  ip_be_ = cfg.emulator_ip.network_order();
   port_be_ = htons(cfg.udp_port);
   if (cfg.endpoint_ips.empty() || cfg.endpoint_ips.size() > 65535)
     throw std::invalid_argument("need 1..65535 endpoint addresses");
@@ -58,9 +53,10 @@ CommCore::CommCore(const CommCoreConfig& cfg, LiveTraffic& traffic, rte_mempool*
     throw std::invalid_argument("custom lengths must be <= " + std::to_string(kPacketCustomBytes) +
                                 " (the bytes an abstract packet carries)");
   for (size_t e = 0; e < cfg.endpoint_ips.size(); ++e) {
-    if (!parse_ip(cfg.endpoint_ips[e], &ip))
-      throw std::invalid_argument("endpoint address '" + cfg.endpoint_ips[e] + "' is not IPv4");
-    ip_to_ep_.emplace_back(ip, static_cast<uint16_t>(e));
+    if (net::not_unicast(cfg.endpoint_ips[e]) || cfg.endpoint_ips[e] == cfg.emulator_ip)
+      throw std::invalid_argument("endpoint " + std::to_string(e) + "'s address " + cfg.endpoint_ips[e].str() +
+                                  " is not a unicast address apart from emulator_ip");
+    ip_to_ep_.emplace_back(cfg.endpoint_ips[e].host, static_cast<uint16_t>(e));
   }
   std::sort(ip_to_ep_.begin(), ip_to_ep_.end());
   for (size_t i = 1; i < ip_to_ep_.size(); ++i)

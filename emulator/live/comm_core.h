@@ -32,6 +32,7 @@
 #include "emulator/live/dpdk_port.h"
 #include "emulator/live/frame_parser.h"
 #include "emulator/traffic/live_traffic.h"
+#include "net/ipv4_address.h"
 #include "fp_emu_conn.h"
 
 namespace flexplane::live {
@@ -66,9 +67,9 @@ struct CommStats {
 
 struct CommCoreConfig {
   uint16_t port_id = 0;
-  std::string emulator_ip = "10.77.0.2";
+  net::Ipv4 emulator_ip{10, 77, 0, 2};   // parsed and checked by the config (live:), not here
   uint16_t udp_port = 9977;
-  std::vector<std::string> endpoint_ips;  // index = endpoint id
+  std::vector<net::Ipv4> endpoint_ips;   // index = endpoint id
   uint16_t apkt_bytes = 1500;             // told to endpoints in WELCOME
   uint8_t req_custom_len = 0;
   uint8_t verdict_custom_len = 0;

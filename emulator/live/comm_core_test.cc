@@ -32,12 +32,9 @@ constexpr uint16_t kPort = 9977;
 CommCoreConfig core_config(uint16_t port, uint32_t endpoints) {
   CommCoreConfig c;
   c.port_id = port;
-  c.emulator_ip = "10.77.0.2";
+  c.emulator_ip = net::Ipv4(kEmuIp);
   c.udp_port = kPort;
-  for (uint32_t e = 0; e < endpoints; ++e) {
-    in_addr a{htonl(kEp0Ip + e)};
-    c.endpoint_ips.push_back(inet_ntoa(a));
-  }
+  for (uint32_t e = 0; e < endpoints; ++e) c.endpoint_ips.push_back(net::Ipv4(kEp0Ip + e));
   c.window = 256;
   return c;
 }

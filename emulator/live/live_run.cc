@@ -212,7 +212,7 @@ int live_impl(const LiveArgs& a) {
                "live: %u endpoints, %zu routers, %u engine core(s), timeslot %.1f ns; port %u (%s) mac %s, "
                "listening on %s:%u; features %s, custom %u/%u -> %s\n",
                c.topology.num_endpoints, c.topology.routers.size(), c.cores, c.network.timeslot_ns(), a.port,
-               info.driver_name ? info.driver_name : "?", mac, c.live.emulator_ip.c_str(), c.live.udp_port,
+               info.driver_name ? info.driver_name : "?", mac, c.live.emulator_ip.str().c_str(), c.live.udp_port,
                wire.prio ? "PRIO" : "none", wire.req_custom, wire.verdict_custom, c.output_dir.c_str());
 
   // 4. Run until a signal or the duration.

@@ -21,6 +21,7 @@
 
 #include "api/version.h"
 #include "endpoint/clock.h"
+#include "emulator/config/printable.h"
 #include "endpoint/endpoint_setup.h"
 #include "endpoint/nfqueue/hint_socket.h"
 #include "endpoint/nfqueue/nfqueue_socket.h"
@@ -126,11 +127,8 @@ int main(int argc, char** argv) {
     hc.priority = s.contract.priority;
     hc.apkt_bytes = static_cast<uint16_t>(c.network.abstract_packet_bytes);
     hc.endpoint_id = a.id;
-    for (uint32_t i = 0; i < c.live.endpoint_ips.size(); ++i) {
-      net::IpAddress ip;
-      if (!net::IpAddress::parse(c.live.endpoint_ips[i], &ip)) return usage_error("bad endpoint address " + c.live.endpoint_ips[i]);
-      hc.peers.emplace_back(ip, i);
-    }
+    for (uint32_t i = 0; i < c.live.endpoint_ips.size(); ++i)  // parsed and checked by the config
+      hc.peers.emplace_back(net::IpAddress::v4(c.live.endpoint_ips[i].host), i);
     for (const auto& p : a.peers) {
       const auto eq = p.find('=');
       net::IpAddress ip;
@@ -152,7 +150,7 @@ int main(int argc, char** argv) {
     hc.emulator = net::IpAddress::v4(ntohl(emu.sin_addr.s_addr));
     hc.emulator_port = ntohs(emu.sin_port);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "flexplane-nfq-endpoint: %s\n", e.what());
+    std::fprintf(stderr, "flexplane-nfq-endpoint: %s\n", printable(e.what()).c_str());  // messages quote inputs
     return 2;
   }
   hc.hold_timeout_ns = static_cast<uint64_t>(a.hold_ms * 1e6);
