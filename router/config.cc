@@ -5,6 +5,7 @@
 
 #include "emulator/config/config.h"
 #include "emulator/config/yaml_util.h"
+#include "router/fib.h"
 #include "router/ipv4.h"
 
 namespace flexplane::router {
@@ -53,22 +54,92 @@ PortSettings RouterConfig::port(uint16_t id) const {
   return s;
 }
 
-void RouterConfig::check_ports(uint16_t num_ports) const {
-  for (const auto& [id, node] : port_nodes)
-    if (id >= num_ports)
-      throw ConfigError(where(file, node, "ports." + std::to_string(id)) + ": no such port (the EAL arguments created " +
-                        std::to_string(num_ports) + " port" + (num_ports == 1 ? "" : "s") + ")");
+void check_router_mode(const PortSettings& port, const ResolvedRouter& built) {
+  if (built.request_custom_bytes > 0)  // the mbuf travels in custom[0..1] (docs/design.md)
+    throw ConfigError(port.scheme.where + ": scheme '" + built.scheme + "' reads " +
+                      std::to_string(built.request_custom_bytes) +
+                      " bytes of endpoint-stamped custom data, which real packets do not carry: router mode cannot "
+                      "run it (run.queueing: false forwards without a scheme)");
 }
 
-RouterConfig parse_config(const YAML::Node& root, const std::string& file, const std::string& base_dir) {
+void RouterConfig::validate(std::optional<uint16_t> num_ports) const {
+  // Ports: those the devices give, else those this config and its routes name.
+  if (num_ports == uint16_t{0})
+    throw ConfigError("no DPDK ports: give devices in the EAL arguments (e.g. --vdev net_af_packet0,iface=veth0)");
+  if (num_ports)
+    for (const auto& [id, node] : port_nodes)
+      if (id >= *num_ports)
+        throw ConfigError(where(file, node, "ports." + std::to_string(id)) + ": no such port (the EAL arguments " +
+                          (*num_ports == 1 ? "create 1 port" : "create " + std::to_string(*num_ports) + " ports") +
+                          ")");
+  RouteSet routes;
+  if (!routes_file.empty()) routes = load_routes(routes_file);
+  uint32_t count = 0;
+  if (num_ports) {
+    count = *num_ports;
+  } else {
+    for (const auto& [id, node] : port_nodes) count = std::max<uint32_t>(count, id + 1u);
+    for (const RouteEntry& r : routes.routes) count = std::max(count, static_cast<uint32_t>(r.port + 1));
+    for (const StaticNeighbor& n : routes.neighbors) count = std::max(count, static_cast<uint32_t>(n.port + 1));
+  }
+
+  // Each port's scheme: parameters checked by building it once (the
+  // default's too, so a bad default fails even with no port named), and
+  // refused when router mode cannot run it. Ports not named in ports.N have
+  // the default's settings.
+  auto check_scheme = [&](const PortSettings& s) {
+    ResolvedRouter built;
+    build_router(s.scheme, &built);
+    if (run.queueing) check_router_mode(s, built);
+  };
+  {
+    PortSettings probe;
+    probe.scheme = default_scheme;
+    apply_port_level(default_port, probe, file, "ports.default");
+    check_scheme(probe);
+  }
+  std::vector<PortAddress> addresses;
+  for (uint32_t id = 0; id < count; ++id) {
+    const PortSettings s = port(static_cast<uint16_t>(id));
+    const auto node = port_nodes.find(static_cast<uint16_t>(id));
+    if (node != port_nodes.end()) check_scheme(s);
+    if (s.has_ip)
+      for (uint32_t other = 0; other < id; ++other) {
+        const PortAddress& o = addresses[other];
+        if (!o.has_ip) continue;
+        const uint32_t mask = ~0u << (32 - std::min(o.prefix_length, s.prefix_length));  // lengths 1..30
+        if ((o.ip & mask) != (s.ip & mask)) continue;
+        const bool own = node != port_nodes.end() && node->second["ip"];
+        throw ConfigError(where(file, own ? node->second["ip"] : default_port["ip"],
+                                own ? "ports." + std::to_string(id) + ".ip" : "ports.default.ip") +
+                          ": subnet overlaps port " + std::to_string(other) + "'s " +
+                          ipv4_str(o.ip) + "/" + std::to_string(o.prefix_length));
+      }
+    addresses.push_back({s.has_ip, s.ip, s.prefix_length});
+  }
+
+  // The routes against those ports, exactly as the start compiles them.
+  NeighborTable neighbors(kRouterNeighbors);
+  const size_t entries = compile_routes(routes, addresses, {}, neighbors).size();
+  if (entries > kRouterMaxRoutes)
+    throw ConfigError(routes_file + ": " + std::to_string(entries) + " routes (with connected and local ones) exceed " +
+                      "the table's " + std::to_string(kRouterMaxRoutes));
+}
+
+RouterConfig parse_config(const YAML::Node& root, const std::string& file, const std::string& base_dir,
+                          std::optional<uint16_t> num_ports) {
   RouterConfig c;
   c.file = file;
   c.resolved = YAML::Clone(root);
   if (!root.IsMap()) throw ConfigError(file + ": expected a mapping at the top level");
   check_keys(root, {"name", "seed", "router", "ports", "routes", "run", "output", "description"}, file, "");
   c.name = get_string(root, "name", "router", file, "name");
-  if (c.name.empty() || c.name.find_first_of(", \t\n\"") != std::string::npos)
-    throw ConfigError(where(file, root["name"], "name") + ": '" + c.name + "' must be non-empty, without commas or spaces");
+  // The name is a CSV cell and goes to terminals: no separators, quotes or control bytes.
+  const bool control = std::any_of(c.name.begin(), c.name.end(), [](char ch) { return ch >= 0 && ch < 0x20; }) ||
+                       c.name.find('\x7f') != std::string::npos;
+  if (c.name.empty() || control || c.name.find_first_of(", \"") != std::string::npos)
+    throw ConfigError(where(file, root["name"], "name") + ": '" + c.name +
+                      "' must be non-empty, without commas, spaces, quotes or control characters");
   c.seed = get_uint(root, "seed", 1, 0, UINT64_MAX, file, "seed");
 
   c.default_scheme.where = file + ": router (default droptail)";
@@ -87,36 +158,10 @@ RouterConfig parse_config(const YAML::Node& root, const std::string& file, const
       c.port_nodes[static_cast<uint16_t>(std::stoul(key))] = kv.second;
     }
   }
-  // Check every level now (bad keys, values, schemes and their parameters), so
-  // a typo fails before EAL starts.
-  {
-    PortSettings probe;
-    probe.scheme = c.default_scheme;
-    apply_port_level(c.default_port, probe, file, "ports.default");
-    build_router(probe.scheme);
-  }
-  std::map<uint32_t, uint16_t> subnet_owner;
-  for (const auto& [id, node] : c.port_nodes) {
-    const PortSettings s = c.port(id);
-    build_router(s.scheme);
-    if (s.has_ip) {
-      for (const auto& [other, pid] : subnet_owner) {
-        (void)other;
-        const PortSettings o = c.port(pid);
-        const uint8_t len = std::min(o.prefix_length, s.prefix_length);
-        const uint32_t mask = ~0u << (32 - len);
-        if ((o.ip & mask) == (s.ip & mask))
-          throw ConfigError(where(file, node["ip"], "ports." + std::to_string(id) + ".ip") + ": subnet overlaps port " +
-                            std::to_string(pid) + "'s " + ipv4_str(o.ip) + "/" + std::to_string(o.prefix_length));
-      }
-      subnet_owner[s.ip] = id;
-    }
-  }
-
   if (root["routes"]) {
     const std::string rel = get_string(root, "routes", "", file, "routes");
     c.routes_file = fs::path(rel).is_absolute() ? rel : (fs::path(base_dir) / rel).string();
-    load_routes(c.routes_file);  // syntax errors now; next hops are checked against the ports after EAL start
+    require_input_file(c.routes_file, where(file, root["routes"], "routes"));
   }
 
   const YAML::Node run = root["run"] ? root["run"] : YAML::Node(YAML::NodeType::Map);
@@ -147,12 +192,13 @@ RouterConfig parse_config(const YAML::Node& root, const std::string& file, const
     c.output_dir = get_string(n, "dir", "", file, "output");
   }
   if (c.output_dir.empty()) c.output_dir = "results/" + fs::path(file).stem().string();
+  c.validate(num_ports);
   return c;
 }
 
-RouterConfig load_config(const std::string& path) {
+RouterConfig load_config(const std::string& path, std::optional<uint16_t> num_ports) {
   const YAML::Node root = load_file(path);
-  return parse_config(root, path, fs::absolute(path).parent_path().string());
+  return parse_config(root, path, fs::absolute(path).parent_path().string(), num_ports);
 }
 
 }  // namespace flexplane::router

@@ -11,14 +11,19 @@
 //   run: {burst: 64, stats_interval_s: 1, occupancy_interval_us: 0, ...}
 //   output: {dir: results/router}
 //
-// Ports are the DPDK ports the EAL arguments create, by id; their settings
-// are checked against the devices after EAL start (check_ports()).
+// Ports are the DPDK ports the EAL arguments create, by id.
+//
+// Validation: validate() is the one path that checks a config; `--check` and
+// the real start both run it before the EAL starts (with the number of ports
+// the EAL arguments imply, when that is known), and the start runs it again
+// with the devices the EAL created, before any port is configured.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,12 +74,22 @@ struct RouterConfig {
 
   // Settings of port `id` (ports.default, then ports.<id>). Throws ConfigError.
   PortSettings port(uint16_t id) const;
-  // Every ports.N must name an existing device. Throws ConfigError.
-  void check_ports(uint16_t num_ports) const;
+  // Everything checkable without the devices up, given how many ports exist
+  // (nullopt: unknown, so the ports are those the config and routes name):
+  // ports.N and every `port N` of the routes name an existing port; every
+  // port's scheme builds and can run on real packets; the routes file is a
+  // readable file whose lines compile against the ports' addresses (gateways
+  // in a connected subnet, none the router's own address). Throws ConfigError.
+  void validate(std::optional<uint16_t> num_ports) const;
 };
 
-// Parse and validate (schemes are built once to check their parameters).
-RouterConfig load_config(const std::string& path);
-RouterConfig parse_config(const YAML::Node& root, const std::string& file, const std::string& base_dir);
+// A scheme router mode cannot run (it reads endpoint-stamped custom data
+// that real packets do not carry): throws ConfigError naming the port.
+void check_router_mode(const PortSettings& port, const ResolvedRouter& built);
+
+// Parse, then validate(num_ports).
+RouterConfig load_config(const std::string& path, std::optional<uint16_t> num_ports = std::nullopt);
+RouterConfig parse_config(const YAML::Node& root, const std::string& file, const std::string& base_dir,
+                          std::optional<uint16_t> num_ports = std::nullopt);
 
 }  // namespace flexplane::router

@@ -39,6 +39,10 @@ inline constexpr uint32_t kMaxNeighbors = 0x100000;   // indices below kHopConne
 
 inline constexpr uint64_t kMacResolved = 1ull << 63;
 
+// The router's tables: next hops, and LPM rules (routes + connected + local).
+inline constexpr uint32_t kRouterNeighbors = 65536;
+inline constexpr uint32_t kRouterMaxRoutes = 1u << 20;
+
 struct alignas(16) Neighbor {
   std::atomic<uint64_t> mac{0};  // the 6 MAC bytes as stored (little-endian load) | kMacResolved
   uint32_t ip = 0;               // host order; 0 for a "port N mac M" next hop

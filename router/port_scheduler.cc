@@ -67,10 +67,7 @@ PortScheduler::PortScheduler(uint16_t port, uint16_t tx_queue, const PortSetting
   }
   if (run.queueing) {
     router_ = build_router(settings.scheme, &resolved_);
-    if (resolved_.request_custom_bytes > 0)  // the mbuf travels in custom[0..1] (docs/design.md)
-      throw ConfigError(settings.where + ": scheme '" + resolved_.scheme + "' reads " +
-                        std::to_string(resolved_.request_custom_bytes) +
-                        " bytes of endpoint-stamped custom data, which real packets do not carry");
+    check_router_mode(settings, resolved_);  // validate() refused it already; kept for direct users
     table_.set(0, {0});
     RouterEnv env;
     env.router_id = port;

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "emulator/config/printable.h"
 #include "emulator/live/dpdk_launcher.h"
 
 namespace flexplane::router {
@@ -27,7 +28,7 @@ namespace {
 
 constexpr uint16_t kRxDescriptors = 1024, kTxDescriptors = 1024;
 constexpr uint32_t kSlowRing = 4096, kInjectRing = 4096;
-constexpr uint32_t kMaxRoutes = 1u << 20, kTbl8Groups = 1u << 14;
+constexpr uint32_t kTbl8Groups = 1u << 14;
 
 int64_t mtime_ns(const std::string& path) {
   struct stat st;
@@ -54,10 +55,10 @@ RouterApp::RouterApp(RouterConfig config, std::vector<std::string> eal_args)
   sh_.qs = static_cast<rte_rcu_qsbr*>(rte_zmalloc("fpr_qsbr", qs_bytes, RTE_CACHE_LINE_SIZE));
   if (!sh_.qs || rte_rcu_qsbr_init(sh_.qs, sh_.num_workers) != 0)
     throw std::runtime_error("cannot allocate the RCU state (DPDK memory)");
-  neighbors_ = std::make_unique<NeighborTable>(65536);
+  neighbors_ = std::make_unique<NeighborTable>(kRouterNeighbors);
   sh_.neighbors = neighbors_.get();
   static std::atomic<uint32_t> fib_serial{0};
-  fib_ = std::make_unique<Fib>("fpr_fib" + std::to_string(fib_serial.fetch_add(1)) + "_", kMaxRoutes, kTbl8Groups,
+  fib_ = std::make_unique<Fib>("fpr_fib" + std::to_string(fib_serial.fetch_add(1)) + "_", kRouterMaxRoutes, kTbl8Groups,
                                sh_.qs);
   sh_.fib = fib_.get();
   reload_routes(true);  // throws on a bad routes file: nothing runs with half a table
@@ -131,9 +132,7 @@ RouterApp::~RouterApp() {
 
 void RouterApp::setup_ports() {
   const uint16_t np = rte_eth_dev_count_avail();
-  if (np == 0)
-    throw ConfigError("no DPDK ports: give devices in the EAL arguments (e.g. --vdev net_af_packet0,iface=veth0)");
-  cfg_.check_ports(np);
+  cfg_.validate(np);  // the start's validation, now with the devices the EAL created (nothing is configured yet)
   for (uint16_t p = 0; p < np; ++p)
     if (!rte_eth_dev_is_valid_port(p))
       throw std::runtime_error("DPDK port ids are not 0.." + std::to_string(np - 1) + " (port " + std::to_string(p) +
@@ -313,7 +312,7 @@ void RouterApp::control_loop() {
       try {
         fib_->publish(compile_routes(routes_, addrs, connected_hosts_, *neighbors_));
       } catch (const ConfigError& e) {
-        std::fprintf(stderr, "routes: cannot add host routes: %s\n", e.what());
+        std::fprintf(stderr, "routes: cannot add host routes: %s\n", printable(e.what()).c_str());
       }
     }
     bool reload = reload_requested_.exchange(false);
@@ -326,11 +325,11 @@ void RouterApp::control_loop() {
       try {
         reload_routes(false);
         if (cfg_.run.stats_interval_s > 0)
-          std::fprintf(stderr, "routes: reloaded %s (%zu routes, %zu neighbours)\n", cfg_.routes_file.c_str(),
+          std::fprintf(stderr, "routes: reloaded %s (%zu routes, %zu neighbours)\n", printable(cfg_.routes_file).c_str(),
                      routes_.routes.size(), routes_.neighbors.size());
       } catch (const ConfigError& e) {
         ++summary_.route_reload_failures;
-        std::fprintf(stderr, "routes: reload failed, keeping the current table: %s\n", e.what());
+        std::fprintf(stderr, "routes: reload failed, keeping the current table: %s\n", printable(e.what()).c_str());
       }
       reloads_done_.fetch_add(1, std::memory_order_release);
     }

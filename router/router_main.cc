@@ -16,15 +16,22 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "emulator/config/printable.h"
 #include "router/eal.h"
+#include "router/eal_ports.h"
 #include "router/router_app.h"
 
 namespace {
 
 std::atomic<flexplane::router::RouterApp*> g_app{nullptr};
+
+// Messages quote inputs (config values, routes words, file names): printed
+// through printable() so control bytes show as escapes.
+void say_error(const char* what) { std::fprintf(stderr, "error: %s\n", flexplane::printable(what).c_str()); }
 
 void on_signal(int sig) {
   if (auto* app = g_app.load()) {
@@ -87,25 +94,36 @@ int main(int argc, char** argv) {
   cli.add_option("--duration-s", duration_s, "stop after this many seconds (overrides run.duration_s)")
       ->check(CLI::Range(0.0, 1e7));
   cli.add_flag("-q,--quiet", quiet, "no periodic counter lines on stderr");
-  cli.add_flag("--check", check, "only validate the config and routes files, then exit");
+  cli.add_flag("--check", check,
+               "validate the config and routes files as the start does (port ids too, given the EAL arguments "
+               "after '--'), then exit");
   try {
     cli.parse(own_argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli.exit(e);
   }
 
+  // One validation for --check and the start, before the EAL: the port ids
+  // against the ports the EAL arguments create when that is known from them
+  // (the start validates again with the devices it got).
+  const std::optional<uint16_t> num_ports =
+      eal_port_count(std::vector<std::string>(eal_args.begin() + 1, eal_args.end()));
   RouterConfig cfg;
   try {
-    cfg = load_config(config);
+    cfg = load_config(config, num_ports);
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say_error(e.what());
     return 2;
   }
   if (!out_dir.empty()) cfg.output_dir = out_dir;
   if (duration_s >= 0) cfg.run.duration_s = duration_s;
   if (quiet) cfg.run.stats_interval_s = 0;
   if (check) {
-    std::printf("%s: ok\n", config.c_str());
+    if (num_ports)
+      std::printf("%s: ok (%u port%s)\n", printable(config).c_str(), *num_ports, *num_ports == 1 ? "" : "s");
+    else
+      std::printf("%s: ok (port ids not checked: give the EAL arguments after '--', with --no-pci and --vdev "
+                  "devices, to check them)\n", printable(config).c_str());
     return 0;
   }
 
@@ -153,10 +171,10 @@ int main(int argc, char** argv) {
                 "%.2f s -> %s\n",
                 rx, fwd, rx ? double(busy) / rx : 0.0, app.summary().wall_seconds, cfg.output_dir.c_str());
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say_error(e.what());
     rc = 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say_error(e.what());
     rc = 1;
   }
   rte_eal_cleanup();

@@ -5,24 +5,24 @@
 #include <sstream>
 
 #include "api/params.h"
+#include "emulator/config/yaml_util.h"
+#include "net/ipv4_address.h"
 
 namespace flexplane::router {
 
 bool parse_ipv4_addr(const std::string& s, uint32_t* out) {
-  unsigned a, b, c, d;
-  char tail;
-  if (std::sscanf(s.c_str(), "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 ||
-      d > 255)
-    return false;
-  *out = (a << 24) | (b << 16) | (c << 8) | d;
-  return true;
+  const auto a = net::parse_ipv4(s);  // the project's one strict parser (no leading zeros, signs, spaces)
+  if (a) *out = a->host;
+  return a.has_value();
 }
 
 bool parse_prefix(const std::string& s, uint32_t* addr, uint8_t* len) {
   const auto slash = s.find('/');
   if (slash == std::string::npos) return false;
   const std::string bits = s.substr(slash + 1);
-  if (bits.empty() || bits.size() > 2 || bits.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (bits.empty() || bits.size() > 2 || bits.find_first_not_of("0123456789") != std::string::npos ||
+      (bits.size() > 1 && bits[0] == '0'))
+    return false;
   const unsigned l = static_cast<unsigned>(std::stoul(bits));
   if (l > 32) return false;
   if (!parse_ipv4_addr(s.substr(0, slash), addr)) return false;
@@ -40,11 +40,7 @@ bool parse_mac(const std::string& s, Mac* out) {
   return true;
 }
 
-std::string ipv4_str(uint32_t a) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
-  return buf;
-}
+std::string ipv4_str(uint32_t a) { return net::Ipv4(a).str(); }
 
 std::string mac_str(const Mac& m) {
   char buf[18];
@@ -71,7 +67,9 @@ struct LineParser {
   uint32_t take_ip(const char* field) {
     const std::string w = take(field);
     uint32_t ip;
-    if (!parse_ipv4_addr(w, &ip)) fail(std::string(field) + ": '" + w + "' is not an IPv4 address");
+    if (!parse_ipv4_addr(w, &ip))
+      fail(std::string(field) + ": '" + w + "' is not an IPv4 address (a.b.c.d, each 0..255 without leading zeros)");
+    if (const char* why = net::not_unicast(net::Ipv4(ip))) fail(std::string(field) + ": " + w + " is " + why);
     return ip;
   }
   Mac take_mac() {
@@ -174,11 +172,7 @@ RouteSet parse_routes(const std::string& text, const std::string& file) {
 }
 
 RouteSet load_routes(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot read the routes file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_routes(ss.str(), path);
+  return parse_routes(yaml::read_file_text(path), path);  // a folder or unreadable file is refused, not read as empty
 }
 
 }  // namespace flexplane::router

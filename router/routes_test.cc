@@ -64,7 +64,8 @@ TEST_CASE("routes file: errors name file, line, field and value", "[router][rout
   CHECK(err("10.2.0.0/33 via 10.1.0.2") == "r.txt:1: prefix: '10.2.0.0/33' is not an IPv4 prefix (a.b.c.d/len), nor 'neighbor'");
   CHECK(err("\n10.2.0.1/16 via 10.1.0.2") ==
         "r.txt:2: prefix: '10.2.0.1/16' has host bits set (did you mean 10.2.0.0/16?)");
-  CHECK(err("10.2.0.0/16 via 10.1.0") == "r.txt:1: via: '10.1.0' is not an IPv4 address");
+  CHECK(err("10.2.0.0/16 via 10.1.0") ==
+        "r.txt:1: via: '10.1.0' is not an IPv4 address (a.b.c.d, each 0..255 without leading zeros)");
   CHECK(err("10.2.0.0/16 via 10.1.0.2 mac 02:00:00:00:00") ==
         "r.txt:1: mac: '02:00:00:00:00' is not a MAC address (aa:bb:cc:dd:ee:ff)");
   CHECK(err("10.2.0.0/16 via 10.1.0.2 mac 01:00:5e:00:00:01") == "r.txt:1: mac: '01:00:5e:00:00:01' is a multicast address");
@@ -177,9 +178,9 @@ run: {burst: 32, occupancy_interval_us: 100}
   CHECK(r0.queue_manager == "dctcp");
   CHECK(r0.queue_manager_params[0] == std::make_pair(std::string("k_pkts"), std::string("20")));
   CHECK(r1.queue_manager_params[0] == std::make_pair(std::string("k_pkts"), std::string("10")));
-  CHECK_NOTHROW(c.check_ports(2));
-  CHECK(error_of([&] { c.check_ports(1); }) ==
-        "r.yaml:6:6: ports.1: no such port (the EAL arguments created 1 port)");
+  CHECK_NOTHROW(c.validate(2));
+  CHECK_NOTHROW(c.validate(std::nullopt));
+  CHECK(error_of([&] { c.validate(1); }) == "r.yaml:6:6: ports.1: no such port (the EAL arguments create 1 port)");
 
   auto err = [](const std::string& yaml) { return error_of([&] { parse_config(YAML::Load(yaml), "r.yaml", "."); }); };
   CHECK(err("bogus: 1") == "r.yaml:1:1: bogus: unknown key 'bogus' (known: name, seed, router, ports, routes, run, "
@@ -197,5 +198,7 @@ run: {burst: 32, occupancy_interval_us: 100}
   CHECK(err("ports: {1: {router: {scheduler: {name: drr, quantum_bytes: 0}}}}")
             .find("parameter 'quantum_bytes': value 0 is outside [1, 1.04858e+06]") != std::string::npos);
   CHECK(err("run: {ring_size: 1000}") == "r.yaml:1:18: run.ring_size: 1000 is not a power of two");
-  CHECK(err("routes: /nonexistent/routes.txt") == "/nonexistent/routes.txt: cannot read the routes file");
+  const std::string missing = err("routes: /nonexistent/routes.txt");  // wording: yaml::require_input_file
+  CHECK(missing.rfind("r.yaml:1:9: routes: ", 0) == 0);
+  CHECK(missing.find("'/nonexistent/routes.txt'") != std::string::npos);
 }

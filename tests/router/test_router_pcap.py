@@ -41,7 +41,9 @@ def test_help_and_check(tmp_path: Path) -> None:
     assert r.returncode == 0
     assert "EAL" in r.stdout and "--duration-s" in r.stdout and "SIGHUP" in r.stdout
     cfg = tmp_path / "r.yaml"
-    cfg.write_text("router: {scheme: dctcp, queue_manager: {k_pkts: 5}}\nroutes: routes.txt\n")
+    # The gateway lies in port 0's subnet (without that address the start, and so --check, refuses it).
+    cfg.write_text("router: {scheme: dctcp, queue_manager: {k_pkts: 5}}\nports: {0: {ip: 10.1.0.1/24}}\n"
+                   "routes: routes.txt\n")
     (tmp_path / "routes.txt").write_text("10.9.0.0/16 via 10.1.0.2\n")
     r = subprocess.run([str(find_bin()), str(cfg), "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -52,7 +54,9 @@ def test_help_and_check(tmp_path: Path) -> None:
     cfg.write_text("router: {scheme: dctcp, queue_manager: {k_packets: 5}}\n")
     r = subprocess.run([str(find_bin()), str(cfg), "--check"], capture_output=True, text=True)
     assert r.returncode == 2
-    assert "r.yaml:1:9: router.queue_manager (queue_manager 'dctcp'): unknown parameter 'k_packets'" in r.stderr
+    # The place is the misspelled key itself (issue 21).
+    assert "r.yaml:1:41: router.queue_manager.k_packets (queue_manager 'dctcp'): unknown parameter 'k_packets'" \
+        in r.stderr
     assert subprocess.run([str(find_bin())], capture_output=True, text=True).returncode != 0
 
 
