@@ -91,7 +91,9 @@ tsan() {
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/engine_mt_tests "$TSAN_FILTER"
 }
 
-fuzz() { proto/run_fuzz.sh "$FUZZ_SECONDS"; }     # every protocol decoder, bounded time
+fuzz() {  # every protocol decoder, then the emulator's config and trace parsers; bounded time
+  proto/run_fuzz.sh "$FUZZ_SECONDS" && JOBS=$JOBS scripts/fuzz_config.sh "$FUZZ_SECONDS"
+}
 kbuild() { proto/check_kbuild.sh; }                # the protocol core builds as a kernel module
 kmod_vm() { kmod/vm/run.sh build; }                # flexplane.ko in Debian's kernel under QEMU/TCG (docs/kmod.md)
 

@@ -109,6 +109,10 @@ CASES += [
          argv=["run", "exp.yaml", "--variant", "bad", "--out", "out"]),
     Case("unknown_variant_lists_the_variants", {"exp.yaml": VARIANTS, "tr.csv": GOOD_TRACE},
          ["exp.yaml: no variant named 'nope' (variants: good, bad)"], argv=["check", "exp.yaml", "--variant", "nope"]),
+    Case("variant_alias_makes_a_cycle",  # the merge shares nodes: an alias can loop a tree back on itself
+         {"exp.yaml": BASE + "routers: &x {default: {scheme: droptail}}\nvariants:\n  v: {routers: {extra: *x}}\n",
+          "tr.csv": GOOD_TRACE},
+         ["exp.yaml:", ": routers.extra.extra.extra", "nested too deeply or too large", "(in variant 'v')"]),
     Case("variant_switching_scheme_drops_the_base_parameters",
          {"exp.yaml": TOPO + "routers:\n  default: {scheme: red, queue_manager: {min_th_pkts: 5, max_th_pkts: 9}}\n"
           + POISSON + RUN + "variants:\n  red: {}\n  dctcp: {routers: {default: {scheme: dctcp}}}\n"},

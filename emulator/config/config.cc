@@ -39,6 +39,7 @@ Topology parse_topology(const YAML::Node& node, const std::string& file, const s
       if (kv.first.Scalar() != "file") over.force_insert(kv.first, kv.second);
     t = load_file(p.string());
     merge_into(t, over);
+    check_merged(t, p.string());
     tfile = p.string();
   }
   require_map(t, tfile, path);
@@ -418,6 +419,7 @@ Experiment load_experiment_text(const std::string& text, const std::string& path
     base.remove("variants");
     merge_into(base, over, "", drop_stale);
     try {
+      check_merged(base, path);
       e.runs.push_back(parse_run(base, path, base_dir, name));
     } catch (const ConfigError& err) {
       throw ConfigError(std::string(err.what()) + " (in variant '" + name + "')");

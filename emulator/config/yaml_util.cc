@@ -112,7 +112,7 @@ ParamValues to_params(const YAML::Node& map, const char* skip, const std::string
 }
 
 void merge_into(YAML::Node base, const YAML::Node& over, const std::string& path, const MergeHook& hook) {
-  if (!over.IsMap() || !base.IsMap()) return;
+  if (!over.IsMap() || !base.IsMap() || base.is(over)) return;  // an alias merged into itself changes nothing
   if (hook) hook(base, over, path);
   const YAML::Node& cbase = base;  // const lookups: no zombie keys
   for (const auto& kv : over) {
@@ -138,7 +138,8 @@ std::string line_col(const YAML::Mark& m) { return std::to_string(m.line + 1) + 
 void check_tree(const YAML::Node& node, const std::string& file, const std::string& path, int depth,
                 size_t& budget) {
   if (depth > kMaxDepth || budget == 0)
-    throw ConfigError(where(file, node, path) + ": nested too deeply or too large (more than " +
+    throw ConfigError(where(file, node, path.size() > 60 ? path.substr(0, 60) + "..." : path) +
+                      ": nested too deeply or too large (more than " +
                       std::to_string(kMaxDepth) + " levels or " + std::to_string(kMaxNodes) +
                       " values, counting what aliases repeat)");
   --budget;
@@ -201,5 +202,10 @@ YAML::Node parse_yaml(const std::string& text, const std::string& name) {
 }
 
 YAML::Node load_file(const std::string& path) { return parse_yaml(read_file_text(path), path); }
+
+void check_merged(const YAML::Node& root, const std::string& name) {
+  size_t budget = kMaxNodes;
+  check_tree(root, name, "", 0, budget);
+}
 
 }  // namespace flexplane::yaml

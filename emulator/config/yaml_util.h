@@ -42,6 +42,9 @@ ParamValues to_params(const YAML::Node& map, const char* skip, const std::string
 // two maps at `path` merge ("routers.tor"), to drop what `over` makes stale.
 using MergeHook = std::function<void(YAML::Node& base, const YAML::Node& over, const std::string& path)>;
 void merge_into(YAML::Node base, const YAML::Node& over, const std::string& path = "", const MergeHook& hook = {});
+// load_file's checks again, after merging: aliases shared into a tree can make
+// it cyclic or huge (`a: &x {}` with a variant `{a: {b: *x}}`).
+void check_merged(const YAML::Node& root, const std::string& name);
 
 // Load a file; syntax errors become ConfigError with file:line:col. The tree
 // is then checked as a whole, since yaml-cpp accepts what we must not: a key

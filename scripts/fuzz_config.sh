@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Fuzz the emulator's input parsers for a bounded time: fuzz_config (an
+# experiment config through load_experiment_text and validate_run, what
+# `check` does) and fuzz_trace (a flow trace through read_flow_trace). Built
+# with clang, libFuzzer, ASan and UBSan (-DFLEXPLANE_FUZZ=ON). Exits non-zero if
+# a target crashes, trips a sanitizer, leaks, times out or fails to build.
+#
+#   scripts/fuzz_config.sh            # both targets, 20 s each
+#   scripts/fuzz_config.sh 60         # 60 s each
+#   scripts/fuzz_config.sh 5 trace    # only this target
+#
+# Environment: BUILD_DIR (default <repo>/build-fuzz), JOBS (default nproc).
+# Seeds: every YAML under experiments/ and topologies/ (configs), every flow
+# trace in the repo (traces). The growing corpus stays in
+# $BUILD_DIR/corpus/<target>; crash inputs land in $BUILD_DIR/artifacts/
+# (reproduce: $BUILD_DIR/fuzz_<target> <file>).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+secs=${1:-${FUZZ_SECONDS:-20}}
+shift || true
+BUILD_DIR=${BUILD_DIR:-$repo/build-fuzz}
+JOBS=${JOBS:-$(nproc)}
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(config trace)
+
+mkdir -p "$BUILD_DIR/artifacts" "$BUILD_DIR/corpus"
+echo "== building in $BUILD_DIR with $(clang++ --version | head -1)"
+gen=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja" || true)
+cmake -S "$repo" -B "$BUILD_DIR" $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DFLEXPLANE_WITH_DPDK=OFF \
+  -DFLEXPLANE_SANITIZE=address,undefined -DFLEXPLANE_FUZZ=ON >"$BUILD_DIR.configure.log" 2>&1 ||
+  { cat "$BUILD_DIR.configure.log"; exit 1; }
+cmake --build "$BUILD_DIR" -j "$JOBS" --target $(printf 'fuzz_%s ' "${targets[@]}") >"$BUILD_DIR.build.log" 2>&1 ||
+  { grep -E "error|FAILED" -A5 "$BUILD_DIR.build.log" | head -40; exit 1; }
+
+seeds="$BUILD_DIR/seeds"
+rm -rf "$seeds" && mkdir -p "$seeds/config" "$seeds/trace"
+find "$repo/experiments" "$repo/topologies" "$repo/emulator/live/testdata" -name '*.yaml' \
+  -exec cp -t "$seeds/config" {} + 2>/dev/null || true
+grep -rl --include='*.csv' '^flow_id,src,dst,size_pkts,start_timeslot' "$repo/validation" "$repo/experiments" |
+  while read -r f; do head -c 4096 "$f" >"$seeds/trace/$(basename "$f")"; done
+
+fail=0
+printf '%-8s %8s %12s %10s %7s  %s\n' target seconds execs execs/s corpus result
+for t in "${targets[@]}"; do
+  mkdir -p "$BUILD_DIR/corpus/$t"
+  log="$BUILD_DIR/fuzz_$t.log"
+  start=$(date +%s)
+  set +e
+  FLEXPLANE_FUZZ_BASE_DIR="$repo/experiments/configs" ASAN_OPTIONS=detect_leaks=1 \
+    "$BUILD_DIR/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+    -print_final_stats=1 -artifact_prefix="$BUILD_DIR/artifacts/$t-" \
+    "$BUILD_DIR/corpus/$t" "$seeds/$t" >"$log" 2>&1
+  rc=$?
+  set -e
+  took=$(( $(date +%s) - start ))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  corpus=$(ls "$BUILD_DIR/corpus/$t" | wc -l)
+  if [ $rc -eq 0 ]; then result=ok; else result="FAILED (rc=$rc, see $log)"; fail=1; fi
+  printf '%-8s %8s %12s %10s %7s  %s\n' "$t" "$took" "${execs:-?}" "${rate:-?}" "$corpus" "$result"
+  if [ $rc -ne 0 ]; then grep -E "ERROR|SUMMARY|Test unit written|==[0-9]+==" "$log" | head -8 || true; fi
+done
+exit $fail
