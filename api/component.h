@@ -33,6 +33,7 @@ struct ComponentEnv {
   Rng* rng = nullptr;
   Verdicts* verdicts = nullptr;           // the router's drop/mark seam (schedulers use it at dequeue)
   QueueManagerBase* dequeuer = nullptr;   // set for schedulers when the queue manager acts at dequeue
+  const char* label = "";                 // "queue_manager 'codel' (router 3)", for the bank's messages
 };
 
 // What the router asks of every component, besides its kind's own method.
@@ -46,6 +47,12 @@ class ComponentBase {
   // Statistics the component exports (api/scheme_stats.h); none by default.
   virtual std::vector<StatDesc> stat_descs() const { return {}; }
   virtual void sample_stats(PortId port, StatsOut& out) const {}
+  // The name it was registered under (set by the registry's make; a string literal).
+  const char* registered_name() const { return registered_name_ ? registered_name_ : "(unregistered)"; }
+  void set_registered_name(const char* name) { registered_name_ = name; }
+
+ private:
+  const char* registered_name_ = nullptr;
 };
 
 // Holds a component's parameters and environment. `P` is a plain struct with

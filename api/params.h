@@ -39,6 +39,16 @@ class ConfigError : public std::runtime_error {
   }
 };
 
+// Thrown by a Params::validate() for a rule about particular fields: parse()
+// reports it at the place of the first of `fields` the config wrote
+// ("exp.yaml:5:41: routers.tor.queue_manager.k_pkts (queue_manager 'dctcp'):
+// …"), else at the section's. The message names the fields itself.
+class FieldError : public ConfigError {
+ public:
+  FieldError(std::vector<std::string> fields, const std::string& what) : ConfigError(what), fields(std::move(fields)) {}
+  std::vector<std::string> fields;
+};
+
 // key -> value as written in the config, in file order; `where` says which
 // file/section they came from (e.g. "exp.yaml: routers.tor.queue_manager").
 // `key_where` optionally says where one key was written ("exp.yaml:6:7:
@@ -198,7 +208,8 @@ class ParamSchema {
   const std::vector<ParamDesc>& descs() const { return descs_; }
 
   // Parse `values` over defaults. Unknown keys and bad values throw ConfigError
-  // naming the field; P::validate(where) (if declared) checks cross-field rules.
+  // naming the field; P::validate(where) (if declared) checks cross-field rules
+  // (throwing ConfigError, or FieldError to be placed at a field).
   P parse(const ParamValues& values, const std::string& component) const {
     P p{};
     const std::string where = values.where.empty() ? component : values.where + " (" + component + ")";
@@ -213,7 +224,15 @@ class ParamSchema {
       }
       d->apply(&p, value, at);
     }
-    if constexpr (has_validate<P>::value) p.validate(where);
+    if constexpr (has_validate<P>::value) {
+      try {
+        p.validate(where);
+      } catch (const FieldError& e) {
+        for (const auto& f : e.fields)
+          if (values.key_where.count(f)) throw ConfigError(values.where_of(f) + " (" + component + "): " + e.what());
+        throw ConfigError(where + ": " + e.what());
+      }
+    }
     return p;
   }
 

@@ -1,4 +1,5 @@
 #include "api/params.h"
+#include "api/registry.h"
 
 #include <catch2/catch.hpp>
 
@@ -53,4 +54,18 @@ TEST_CASE("params: errors name the field, the value and the place", "[params][co
   REQUIRE_THROWS_WITH(schema.parse(values({{"ecn", "maybe"}}), "qm"), Contains("bool"));
   REQUIRE_THROWS_WITH(schema.parse(values({{"thresholds", "1,x"}}), "qm"), Contains("list<uint32>"));
   REQUIRE_THROWS_WITH(schema.parse(values({{"max_p", "0.9"}}), "qm"), Contains("needs ecn"));
+}
+
+TEST_CASE("params: list shows each parameter's range", "[params]") {
+  const auto& d = schema.descs();
+  CHECK(param_range_text(d[0]) == "[1, 1000]");
+  CHECK(param_range_text(d[1]) == "[0, 1]");
+  CHECK(param_range_text(d[2]).empty());
+  CHECK(param_range_text(param(&P::k_pkts, "k", "k", {0, 1 << 20})) == "[0, 1048576]");
+  CHECK(param_range_text(param(&P::max_p, "p", "p", {0, 1e9})) == "[0, 1e+09]");
+  CHECK(param_range_text(param(&P::max_p, "p", "p", {0.5})) == ">= 0.5");
+  CHECK(param_list_line(d[0]) ==
+        "k_pkts                uint32        default 65        [1, 1000]             threshold, packets");
+  CHECK(param_list_line(d[2]) ==
+        "ecn                   bool          default false     true|false            mark instead of drop");
 }

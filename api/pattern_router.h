@@ -5,6 +5,7 @@
 
 #include <array>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "api/classifier.h"
@@ -26,15 +27,21 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     bank_.reset(env.num_ports, cls_->num_queues(), qm_->queue_capacity_pkts(), stamps);
     rng_.reseed(env.seed, 0x1000000ull + env.router_id);
     verdicts_ = Verdicts(&bank_, env.router_id, env.sink);
+    for (int i = 0; i < 3; ++i)
+      labels_[i] = std::string(kKinds[i]) + " '" + components()[i]->registered_name() + "' (router " +
+                   std::to_string(env.router_id) + ")";
     ComponentEnv cenv;
     cenv.shape = RouterShape{env.router_id, env.num_ports, cls_->num_queues(), env.mtu_bytes};
     cenv.time = env.time;
     cenv.bank = &bank_;
     cenv.rng = &rng_;
     cenv.verdicts = &verdicts_;
+    cenv.label = labels_[0].c_str();
     cls_->bind(cenv);
+    cenv.label = labels_[1].c_str();
     qm_->bind(cenv);
     cenv.dequeuer = qm_->acts_at_dequeue() ? qm_.get() : nullptr;
+    cenv.label = labels_[2].c_str();
     sched_->bind(cenv);
     ports_.resize(kBatch);
     queues_.resize(kBatch);
@@ -69,6 +76,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     bank_.set_now(now);
     uint32_t n = 0;
     bank_.for_each_nonempty_port([&](PortId p) { live_ports_[n++] = p; });
+    bank_.set_reader(labels_[2].c_str());
     return n ? sched_->schedule_batch(live_ports_.data(), n, now, out, out_ports) : 0;
   }
 
@@ -76,6 +84,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   // (api/scheduler.h), as repeated output() calls would run it for this port.
   uint32_t dequeue_burst(PortId port, Timeslot now, uint32_t max, Packet* out) override {
     bank_.set_now(now);
+    bank_.set_reader(labels_[2].c_str());
     return bank_.port_packets(port) ? sched_->schedule_burst(port, now, max, out) : 0;
   }
 
@@ -103,6 +112,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
 
  private:
   static constexpr uint32_t kBatch = 64;
+  static constexpr const char* kKinds[3] = {"classifier", "queue_manager", "scheduler"};
 
   std::array<const ComponentBase*, 3> components() const { return {cls_.get(), qm_.get(), sched_.get()}; }
 
@@ -129,8 +139,10 @@ class alignas(kCacheLine) PatternRouter final : public Router {
       ports_[m++] = port;
     }
     if (!m) return;
+    bank_.set_reader(labels_[0].c_str());
     if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m), 0))
       m = drop_unclassified(pkts, m);
+    bank_.set_reader(labels_[1].c_str());
     if (m) qm_->enqueue_batch(pkts, ports_.data(), queues_.data(), m, now, verdicts_);
   }
 
@@ -160,6 +172,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   cache_vector<QueueId> queues_;
   cache_vector<PortId> live_ports_;
   std::vector<StatDesc> stats_;  // the three components' stats, in order
+  std::string labels_[3];        // "queue_manager 'codel' (router 3)": who reads the bank (set_reader)
   unsigned stat_counts_[3] = {};
 };
 

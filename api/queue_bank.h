@@ -18,6 +18,8 @@
 
 #include <cassert>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -70,12 +72,21 @@ class alignas(kCacheLine) QueueBank {
   // Timeslot at which the queue last became empty (0 if never used).
   Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
   // When the packet `index` behind the head was enqueued; only in banks that
-  // keep enqueue times (a component declared kUsesEnqueueTime).
+  // keep enqueue times (a component declared kUsesEnqueueTime). Asked of a
+  // bank that keeps none, it stops the program with a message naming the
+  // reader (set_reader) and the missing declaration, in every build type: a
+  // test of the pointer it loads anyway, so it costs nothing measurable
+  // (docs/performance.md, "Enqueue-time check").
   bool keeps_enqueue_time() const { return stamps_ != nullptr; }
   Timeslot enqueue_time(PortId port, QueueId q, uint32_t index = 0) const {
-    assert(stamps_ && index < queue(port, q).count);
+    if (__builtin_expect(stamps_ == nullptr, 0)) undeclared_enqueue_time();
+    assert(index < queue(port, q).count);
     return stamps_[slot_index(port, q, queue(port, q).head + index)];
   }
+  // Which component is running now ("queue_manager 'codel' (router 3)"), for
+  // that message; the router sets it per batch (PatternRouter).
+  void set_reader(const char* label) { reader_ = label; }
+  const char* reader() const { return reader_; }
   // Append to the tail. Returns false (and changes nothing) when the queue is at
   // capacity; the framework then drops the packet with Reason::kBankOverflow.
   bool push(PortId port, QueueId q, const Packet& p) {
@@ -239,6 +250,19 @@ class alignas(kCacheLine) QueueBank {
     if (--ps.packets == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
   }
 
+  // A scheme's bug, not an input error: no caller could recover, and engine
+  // cores are threads that cannot carry an exception out, so say what to fix
+  // and end the process (status 1: not a configuration error).
+  [[noreturn, gnu::cold, gnu::noinline]] void undeclared_enqueue_time() const {
+    std::fprintf(stderr,
+                 "error: %s reads packets' enqueue times (bank().enqueue_time()) but does not declare it: add "
+                 "`static constexpr bool kUsesEnqueueTime = true;` to its class, so the queue bank keeps them "
+                 "(docs/writing-a-scheme.md, \"Time\")\n",
+                 reader_ && *reader_ ? reader_ : "a component of this router");
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+
   uint16_t num_ports_ = 0;
   uint16_t queues_per_port_ = 0;
   uint32_t capacity_ = 0;
@@ -282,6 +306,7 @@ class alignas(kCacheLine) QueueBank {
   uint64_t settled_ = 0;
   cache_vector<uint64_t> nonempty_ports_;
   std::vector<ByReason> reasons_;  // per queue; cold, so last: the fields above share two cache lines
+  const char* reader_ = nullptr;   // see set_reader(); written once per batch, read only by the message
 };
 
 }  // namespace flexplane

@@ -66,7 +66,17 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
 
   bool acts_at_dequeue() const final { return has_dequeue; }
   bool dequeue_head(PortId port, QueueId q, Timeslot now, Packet& out, Verdicts& v) final {
-    if constexpr (has_dequeue) {
+    if constexpr (has_dequeue && !uses_enqueue_time_v<Derived>()) {
+      // Called from the scheduler's turn: name this queue manager, not the
+      // scheduler, should it read enqueue times it did not declare (QueueBank::
+      // set_reader). Schemes that declare them (CoDel, PIE) skip the two stores.
+      QueueBank& b = this->bank();
+      const char* const scheduler = b.reader();
+      b.set_reader(this->env_.label);
+      const bool sent = static_cast<Derived*>(this)->dequeue(port, q, now, out, v);
+      b.set_reader(scheduler);
+      return sent;
+    } else if constexpr (has_dequeue) {
       return static_cast<Derived*>(this)->dequeue(port, q, now, out, v);
     } else {
       if (this->bank().empty(port, q)) return false;

@@ -3,6 +3,9 @@
 // framework's own: packets lost before reaching a queue (no_route,
 // classifier_out_of_range) or on the way out of a router (link_collision,
 // no_link, misdelivered), counted per router and written to losses.csv.
+// A reason names the condition, not the scheme (`above_threshold` serves
+// DCTCP and any other step marker on queue length; `sojourn_above_threshold`
+// any step marker on delay), so results compare across schemes.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@ enum class Reason : uint8_t {
   kEndpointOverflow,    // live mode: an endpoint asked faster than its queue limit allows
   kSojournTime,         // dropped at dequeue: sojourn time above target for too long (CoDel)
   kFattestFlow,         // head of the queue with the most bytes, when the port is over its limit (FQ-CoDel)
+  kSojournAboveThreshold,  // sojourn time above a fixed threshold: a step marker on delay (no "for too long")
   kClassifierRange,     // the classifier chose a queue the port does not have
   kLinkCollision,       // a router sent a second packet on one port in one timeslot
   kNoLink,              // a router sent on a port with nothing attached
@@ -43,6 +47,7 @@ inline const char* reason_name(Reason r) {
     case Reason::kEndpointOverflow: return "endpoint_overflow";
     case Reason::kSojournTime: return "sojourn_time";
     case Reason::kFattestFlow: return "fattest_flow";
+    case Reason::kSojournAboveThreshold: return "sojourn_above_threshold";
     case Reason::kClassifierRange: return "classifier_out_of_range";
     case Reason::kLinkCollision: return "link_collision";
     case Reason::kNoLink: return "no_link";

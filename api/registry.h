@@ -11,10 +11,13 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -87,15 +90,77 @@ bool register_component(const char* name, const char* doc, std::vector<ParamDesc
   info.doc = doc;
   info.params = schema->descs();
   const std::string label = std::string(KindName<Base>::get()) + " '" + name + "'";
-  info.make = [schema, label](const ParamValues& values, ResolvedParams* resolved) -> std::unique_ptr<Base> {
+  info.make = [schema, label, name](const ParamValues& values, ResolvedParams* resolved) -> std::unique_ptr<Base> {
     P p = schema->parse(values, label);
     if (resolved) *resolved = schema->show(p);
     auto c = std::make_unique<C>();
     c->set_params(p);
+    if constexpr (std::is_base_of_v<ComponentBase, C>) c->set_registered_name(name);
     return c;
   };
   Registry<Base>::instance().add(std::move(info));
   return true;
+}
+
+// Small parameters that make a component act within the generic tests' short
+// overload (schemes/invariants_test.cc: 4 ports, about one arrival per port per
+// 1 µs timeslot for 2000 timeslots, so queues stay short and a 1024-packet
+// buffer never fills): small buffers, thresholds and targets. Declared beside
+// the registration, so adding a scheme needs no edit elsewhere:
+//   FLEXPLANE_TEST_PARAMS(QueueManagerBase, "dctcp", {"k_pkts", "10"}, {"capacity_pkts", "40"});
+template <class Base>
+class TestParams {
+ public:
+  static TestParams& instance() {
+    static TestParams t;
+    return t;
+  }
+  bool add(const char* name, std::vector<std::pair<std::string, std::string>> params) {
+    by_name_[name] = std::move(params);
+    return true;
+  }
+  // What `name` declared; none (its defaults) if it declared nothing.
+  std::vector<std::pair<std::string, std::string>> get(const std::string& name) const {
+    const auto it = by_name_.find(name);
+    return it == by_name_.end() ? std::vector<std::pair<std::string, std::string>>{} : it->second;
+  }
+  bool declared(const std::string& name) const { return by_name_.count(name) != 0; }
+
+ private:
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_name_;
+};
+
+// A parameter's declared range as `list` prints it: "[1, 1048576]", ">= 0",
+// "<= 1"; empty when none is declared (strings, bools, unbounded numbers).
+inline std::string param_range_text(const ParamDesc& p) {
+  auto num = [](double v) {
+    char buf[32];
+    if (v == std::floor(v) && std::fabs(v) < 1e7)
+      std::snprintf(buf, sizeof buf, "%.0f", v);
+    else
+      std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  const bool lo = std::isfinite(p.range.min), hi = std::isfinite(p.range.max);
+  if (lo && hi) return "[" + num(p.range.min) + ", " + num(p.range.max) + "]";
+  if (lo) return ">= " + num(p.range.min);
+  if (hi) return "<= " + num(p.range.max);
+  return "";
+}
+
+// One line of `flexplane-emulator list` for a parameter: name, type, default,
+// range (when declared) and meaning.
+inline std::string param_list_line(const ParamDesc& p) {
+  std::string range = param_range_text(p);
+  std::string line = p.name;
+  line.resize(std::max<size_t>(line.size() + 1, 22), ' ');
+  line += p.type;
+  line.resize(std::max<size_t>(line.size() + 1, 36), ' ');
+  line += "default " + p.default_text;
+  line.resize(std::max<size_t>(line.size() + 1, 54), ' ');
+  line += !range.empty() ? range : p.type == "bool" ? std::string("true|false") : std::string("any");
+  line.resize(std::max<size_t>(line.size() + 1, 76), ' ');
+  return line + p.doc;
 }
 
 // A named bundle of components (and the endpoint-side stamping it expects).
@@ -140,6 +205,10 @@ class SchemeRegistry {
 #define FLEXPLANE_REGISTER_(Base, Class, name, doc, ...)                                                   \
   [[maybe_unused]] static const bool FLEXPLANE_CONCAT(flexplane_registered_, __LINE__) =                 \
       ::flexplane::register_component<::flexplane::Base, Class>(name, doc, {__VA_ARGS__})
+
+#define FLEXPLANE_TEST_PARAMS(Base, name, ...)                                                        \
+  [[maybe_unused]] static const bool FLEXPLANE_CONCAT(flexplane_test_params_, __LINE__) =               \
+      ::flexplane::TestParams<::flexplane::Base>::instance().add(name, {__VA_ARGS__})
 
 #define FLEXPLANE_REGISTER_CLASSIFIER(Class, name, doc, ...) \
   FLEXPLANE_REGISTER_(ClassifierBase, Class, name, doc __VA_OPT__(, ) __VA_ARGS__)

@@ -61,9 +61,12 @@ void BM_Router_DropTail(benchmark::State& s) { router_timeslot(s, "droptail"); }
 void BM_Router_Dctcp(benchmark::State& s) { router_timeslot(s, "dctcp"); }
 void BM_Router_Pfabric(benchmark::State& s) { router_timeslot(s, "pfabric"); }
 void BM_Router_Drr(benchmark::State& s) { router_timeslot(s, "drr"); }
+// Reads every head's enqueue time at dequeue (QueueBank::enqueue_time's check).
+void BM_Router_Codel(benchmark::State& s) { router_timeslot(s, "codel"); }
 BENCHMARK(BM_Router_DropTail);
 BENCHMARK(BM_Router_Dctcp);
 BENCHMARK(BM_Router_Pfabric);
 BENCHMARK(BM_Router_Drr);
+BENCHMARK(BM_Router_Codel);
 
 }  // namespace

@@ -81,5 +81,10 @@ FLEXPLANE_REGISTER_CLASSIFIER(ByDscpClassifier, "by_dscp", "queue 0 = highest DS
 FLEXPLANE_REGISTER_CLASSIFIER(ByPriorityThresholdsClassifier, "by_priority_thresholds",
     "queue = number of thresholds below packet.priority",
     param(&ThresholdParams::thresholds, "thresholds", "strictly ascending packet.priority bounds, one queue more"));
+// Four queues in the generic tests (schemes/invariants_test.cc), so that every scheduler has several to choose from.
+FLEXPLANE_TEST_PARAMS(ClassifierBase, "by_source", {"num_queues", "4"});
+FLEXPLANE_TEST_PARAMS(ClassifierBase, "by_flow", {"num_queues", "4"});
+FLEXPLANE_TEST_PARAMS(ClassifierBase, "by_dscp", {"num_queues", "4"});
+FLEXPLANE_TEST_PARAMS(ClassifierBase, "by_priority_thresholds", {"thresholds", "10,50"});
 
 }  // namespace flexplane

@@ -37,6 +37,7 @@ FLEXPLANE_REGISTER_QUEUE_MANAGER(CodelQueueManager, "codel", "CoDel: drop at deq
     param(&CodelParams::interval_ms, "interval_ms", "interval the sojourn time may stay above target, ms", {0, 1e6}),
     param(&CodelParams::capacity_pkts, "capacity_pkts", "tail-drop limit, packets", {1, 1 << 20}),
     param(&CodelParams::ecn, "ecn", "CE-mark ECN-capable packets instead of dropping them"));
+FLEXPLANE_TEST_PARAMS(QueueManagerBase, "codel", {"target_us", "4"}, {"interval_ms", "0.03"}, {"capacity_pkts", "40"});
 FLEXPLANE_REGISTER_SCHEME("codel", "CoDel on one FIFO per port", "single", "codel", "fifo");
 
 }  // namespace flexplane

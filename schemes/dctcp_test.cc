@@ -68,3 +68,23 @@ TEST_CASE("dctcp preset: K = 65 by default; a steady one-in-one-out flow is neve
   REQUIRE(r.counters(0).marked == 34);
   r.check_invariants();
 }
+
+TEST_CASE("dctcp: a K that could never mark is a config error placed at the field", "[schemes][dctcp][config-errors]") {
+  // Arrivals finding more than K queued are marked, those finding capacity_pkts dropped: the
+  // largest K that can mark is capacity_pkts - 2.
+  auto build = [](const std::string& k, const std::string& capacity, bool placed) {
+    ParamValues v;
+    v.where = "exp.yaml:4:5: routers.default.queue_manager";
+    v.set("capacity_pkts", capacity, placed ? "exp.yaml:5:22: routers.default.queue_manager.capacity_pkts" : "");
+    v.set("k_pkts", k, placed ? "exp.yaml:5:41: routers.default.queue_manager.k_pkts" : "");
+    return Registry<QueueManagerBase>::instance().get("dctcp", "test").make(v, nullptr);
+  };
+  REQUIRE_THROWS_WITH(build("100", "64", true),
+                      "exp.yaml:5:41: routers.default.queue_manager.k_pkts (queue_manager 'dctcp'): k_pkts (100) must "
+                      "be below capacity_pkts - 1 (64 - 1): arrivals that find more than k_pkts queued are marked, "
+                      "those that find capacity_pkts are dropped, so nothing would ever be marked");
+  REQUIRE_THROWS_WITH(build("63", "64", false),
+                      Catch::StartsWith("exp.yaml:4:5: routers.default.queue_manager (queue_manager 'dctcp'): k_pkts "
+                                        "(63) must be below capacity_pkts - 1 (64 - 1)"));
+  REQUIRE_NOTHROW(build("62", "64", true));
+}

@@ -19,6 +19,7 @@ class DropTailQueueManager : public QueueManager<DropTailQueueManager, DropTailP
 
 FLEXPLANE_REGISTER_QUEUE_MANAGER(DropTailQueueManager, "droptail", "tail drop at a fixed queue length",
     param(&DropTailParams::capacity_pkts, "capacity_pkts", "queue limit, packets", {1, 1 << 20}));
+FLEXPLANE_TEST_PARAMS(QueueManagerBase, "droptail", {"capacity_pkts", "40"});
 FLEXPLANE_REGISTER_SCHEME("droptail", "FIFO with tail drop", "single", "droptail", "fifo");
 
 }  // namespace flexplane

@@ -126,6 +126,7 @@ FLEXPLANE_REGISTER_QUEUE_MANAGER(FqCodelQueueManager, "fq_codel",
     param(&FqCodelParams::interval_ms, "interval_ms", "CoDel interval, ms", {0, 1e6}),
     param(&FqCodelParams::limit_pkts, "limit_pkts", "packets per port over all its queues", {1, 1 << 20}),
     param(&FqCodelParams::ecn, "ecn", "CE-mark ECN-capable packets instead of dropping them"));
+FLEXPLANE_TEST_PARAMS(QueueManagerBase, "fq_codel", {"target_us", "4"}, {"interval_ms", "0.03"}, {"limit_pkts", "60"});
 FLEXPLANE_REGISTER_SCHEDULER(FqScheduler, "fq", "DRR over new and old lists of active queues (RFC 8290)",
     param(&FqParams::quantum_bytes, "quantum_bytes", "credit per round, bytes", {1, 1 << 20}));
 FLEXPLANE_REGISTER_SCHEME("fq_codel", "FQ-CoDel: hashed flow queues, CoDel each, new flows first", "by_flow",

@@ -58,6 +58,7 @@ FLEXPLANE_REGISTER_QUEUE_MANAGER(HullQueueManager, "hull", "mark by a phantom qu
           "mark while the phantom queue exceeds this, bytes"),
     param(&HullParams::capacity_pkts, "capacity_pkts", "tail-drop limit, packets", {1, 1 << 20}),
     param(&HullParams::drop_non_ect, "drop_non_ect", "drop instead of mark packets that are not ECN-capable"));
+FLEXPLANE_TEST_PARAMS(QueueManagerBase, "hull", {"capacity_pkts", "40"});
 FLEXPLANE_REGISTER_SCHEME("hull", "HULL phantom-queue marking on one FIFO per port", "single", "hull", "fifo");
 
 }  // namespace flexplane

@@ -148,6 +148,8 @@ FLEXPLANE_REGISTER_QUEUE_MANAGER(PieQueueManager, "pie", "PIE: early drop with a
     param(&PieParams::max_burst_ms, "max_burst_ms", "burst allowance after a quiet spell, ms", {0, 1e6}),
     param(&PieParams::capacity_pkts, "capacity_pkts", "tail-drop limit, packets", {1, 1 << 20}),
     param(&PieParams::ecn, "ecn", "CE-mark ECN-capable packets instead of early drops while the probability is <= 10%"));
+FLEXPLANE_TEST_PARAMS(QueueManagerBase, "pie", {"target_us", "10"}, {"tupdate_ms", "0.01"}, {"max_burst_ms", "0"},
+    {"capacity_pkts", "40"});
 FLEXPLANE_REGISTER_SCHEME("pie", "PIE on one FIFO per port", "single", "pie", "fifo");
 
 }  // namespace flexplane

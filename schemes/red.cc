@@ -111,6 +111,8 @@ FLEXPLANE_REGISTER_QUEUE_MANAGER(RedQueueManager, "red", "random early detection
     param(&RedParams::max_p, "max_p", "early-drop probability as the average reaches max_th_pkts", {0, 1}),
     param(&RedParams::capacity_pkts, "capacity_pkts", "tail-drop limit, packets", {1, 1 << 20}),
     param(&RedParams::ecn, "ecn", "CE-mark ECN-capable packets instead of early drops (forced drops stay drops)"));
+FLEXPLANE_TEST_PARAMS(QueueManagerBase, "red", {"min_th_pkts", "5"}, {"max_th_pkts", "30"}, {"max_p", "0.3"},
+    {"capacity_pkts", "40"});
 FLEXPLANE_REGISTER_SCHEME("red", "RED on one FIFO per port; queue_manager {ecn: true} marks instead", "single", "red",
     "fifo");
 

@@ -49,17 +49,22 @@ std::unique_ptr<Base> make_component(const Spec& spec) {
   return Registry<Base>::instance().get(spec.name, "test").make(values, nullptr);
 }
 
-// Parameters that make every queue manager act within a short test (1 tick = 1 us): small
-// buffers, and the time-based AQMs' targets and intervals in microseconds.
-inline std::vector<std::pair<std::string, std::string>> quick_params(const std::string& qm) {
-  if (qm == "codel") return {{"target_us", "4"}, {"interval_ms", "0.03"}, {"capacity_pkts", "40"}};
-  if (qm == "fq_codel") return {{"target_us", "4"}, {"interval_ms", "0.03"}, {"limit_pkts", "60"}};
-  if (qm == "pie") return {{"target_us", "10"}, {"tupdate_ms", "0.01"}, {"max_burst_ms", "0"}, {"capacity_pkts", "40"}};
-  if (qm == "red") return {{"min_th_pkts", "5"}, {"max_th_pkts", "30"}, {"max_p", "0.3"}, {"capacity_pkts", "40"}};
-  if (qm == "dctcp") return {{"k_pkts", "10"}, {"capacity_pkts", "40"}};
-  if (qm == "droptail" || qm == "hull") return {{"capacity_pkts", "40"}};
-  return {};
+// The small parameters a component declared for tests beside its registration
+// (FLEXPLANE_TEST_PARAMS, api/registry.h); none if it declared none.
+template <class Base>
+std::vector<std::pair<std::string, std::string>> test_params(const std::string& name) {
+  return TestParams<Base>::instance().get(name);
 }
+inline std::vector<std::pair<std::string, std::string>> quick_params(const std::string& qm) {
+  return test_params<QueueManagerBase>(qm);
+}
+// A component with its declared test parameters.
+template <class Base>
+Spec with_test_params(const std::string& name) {
+  return {name, test_params<Base>(name)};
+}
+// Components registered by tests ("test_..."), which the generic loops skip.
+inline bool registered_by_a_test(const std::string& name) { return name.rfind("test_", 0) == 0; }
 
 // A 1500-byte abstract packet of `flow` to endpoint `dst` (so it leaves on port `dst`).
 inline Packet pkt(uint32_t flow, uint32_t seq, EndpointId dst = 0, uint16_t size_bytes = 1500) {
@@ -215,5 +220,63 @@ class TestRouter {
   RoutingTable routes_;
   PatternRouter router_;
 };
+
+// The generic overload (schemes/invariants_test.cc): 4 ports, seeded random
+// arrivals of mixed sizes, ECN flags, priorities and custom[0] for 2000
+// timeslots (about one per port per timeslot), then 1000 of draining; the
+// framework's invariants are checked after every timeslot.
+struct OverloadResult {
+  uint64_t drops = 0;       // every drop the router reported
+  uint64_t at_dequeue = 0;  // of which dropped at dequeue
+};
+inline OverloadResult overload(const Components& c, uint64_t seed) {
+  constexpr uint16_t kPorts = 4;
+  TestRouter r(kPorts, c, seed);
+  Rng rng(seed, 77);
+  uint64_t offered = 0, sent = 0;
+  for (Timeslot t = 0; t < 3000; ++t) {
+    std::vector<Packet> in;
+    const uint32_t n = rng.below(t < 2000 ? 9 : 2);  // ~1 per port per timeslot, then draining
+    for (uint32_t i = 0; i < n; ++i) {
+      // One draw per statement: the order of a call's arguments is unspecified
+      // (GCC and clang differ), and the stream must not depend on the compiler.
+      const auto size = static_cast<uint16_t>(rng.below(4) ? 1500 : 64 + rng.below(1400));
+      const auto dst = static_cast<EndpointId>(rng.below(kPorts));
+      Packet p = pkt(rng.below(12), static_cast<uint32_t>(offered + i), dst, size);
+      p.src = static_cast<EndpointId>(rng.below(40));
+      p.flags = rng.below(2) ? kFlagEct : 0;
+      p.priority = rng.below(100);
+      p.custom[0] = rng.below(50000);
+      in.push_back(p);
+    }
+    offered += n;
+    r.input(in, t);
+    std::vector<bool> port_sent(kPorts, false);
+    for (const auto& [port, p] : r.output(t)) {
+      REQUIRE(!port_sent[port]);  // at most one packet per port
+      port_sent[port] = true;
+      ++sent;
+    }
+    r.check_invariants();
+  }
+  uint64_t backlog = 0;
+  for (PortId p = 0; p < kPorts; ++p) backlog += r.bank().port_packets(p);
+  REQUIRE(offered == sent + r.log.drops.size() + backlog);
+  OverloadResult out;
+  out.drops = r.log.drops.size();
+  for (PortId p = 0; p < kPorts; ++p)
+    for (QueueId q = 0; q < r.bank().queues_per_port(); ++q) out.at_dequeue += r.counters(p, q).dropped_at_dequeue;
+  return out;
+}
+
+// What to do when a queue manager dropped nothing in the overload: its
+// default buffer is too deep for so short a test.
+inline std::string no_drops_advice(const std::string& qm) {
+  return "queue manager '" + qm + "' dropped nothing in the generic overload (4 ports, 2000 timeslots of 1 us): " +
+         (TestParams<QueueManagerBase>::instance().declared(qm)
+              ? "its test parameters (FLEXPLANE_TEST_PARAMS beside its registration) must make it drop"
+              : "declare small test parameters beside its registration, e.g.\n  FLEXPLANE_TEST_PARAMS(QueueManagerBase, \"" +
+                    qm + "\", {\"capacity_pkts\", \"40\"});\n(docs/writing-a-scheme.md, \"2. Test it\")");
+}
 
 }  // namespace flexplane::test
