@@ -62,9 +62,7 @@ void list_components(const char* title) {
   std::printf("\n%s:\n", title);
   for (const auto& [name, info] : Registry<Base>::instance().all()) {
     std::printf("  %-24s %s\n", name.c_str(), info.doc.c_str());
-    for (const auto& p : info.params)
-      std::printf("      %-22s %-13s default %-8s %s\n", p.name.c_str(), p.type.c_str(), p.default_text.c_str(),
-                  p.doc.c_str());
+    for (const auto& p : info.params) std::printf("      %s\n", param_list_line(p).c_str());  // api/registry.h
   }
 }
 
@@ -92,9 +90,7 @@ void list_all() {
               "ACKs wait behind the receiver's NIC and its ToR's port: none | delay | delay_and_loss");
   std::printf("      %-22s %-13s default %-8s %s\n", "ack_queueing_nic", "bool", "true",
               "with ack_queueing: count the receiver's NIC FIFO (false: the ToR port only)");
-  for (const auto& p : transport_param_schema().descs())
-    std::printf("      %-22s %-13s default %-8s %s\n", p.name.c_str(), p.type.c_str(), p.default_text.c_str(),
-                p.doc.c_str());
+  for (const auto& p : transport_param_schema().descs()) std::printf("      %s\n", param_list_line(p).c_str());
 }
 
 }  // namespace
