@@ -32,8 +32,8 @@ cmake -S "$repo" -B "$BUILD_DIR" $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DFLEXPLANE_WITH_DPDK=OFF \
   -DFLEXPLANE_SANITIZE=address,undefined -DFLEXPLANE_FUZZ=ON >"$BUILD_DIR.configure.log" 2>&1 ||
   { cat "$BUILD_DIR.configure.log"; exit 1; }
-cmake --build "$BUILD_DIR" -j "$JOBS" --target $(printf 'fuzz_%s ' "${targets[@]}") >"$BUILD_DIR.build.log" 2>&1 ||
-  { grep -E "error|FAILED" -A5 "$BUILD_DIR.build.log" | head -40; exit 1; }
+cmake --build "$BUILD_DIR" -j "$JOBS" --target $(printf 'fuzz_%s ' "${targets[@]}") >"$BUILD_DIR/build.log" 2>&1 ||
+  { grep -E "error|FAILED" -A5 "$BUILD_DIR/build.log" | head -40; exit 1; }
 
 seeds="$BUILD_DIR/seeds"
 rm -rf "$seeds" && mkdir -p "$seeds/config" "$seeds/trace"
