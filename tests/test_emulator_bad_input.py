@@ -52,10 +52,10 @@ CASES = [
           + RUN},
          ["exp.yaml:2:11: workload.fan_in: incast needs 1 <= fan_in <= num_endpoints - 1 = 3 ('9')"]),
     Case("trace_names_a_folder", {"exp.yaml": TOPO + "workload: {kind: trace, trace: sub}\n" + RUN, "sub/": ""},
-         ["exp.yaml:2:11: workload.trace: '", "sub' is a folder, not a file"]),
+         ["exp.yaml:2:25: workload.trace: '", "sub' is a folder, not a file"]),
     Case("size_cdf_names_a_folder",
          {"exp.yaml": TOPO + "workload: {kind: poisson, load: 0.5, size_cdf: sub}\n" + RUN, "sub/": ""},
-         ["exp.yaml:2:11: workload.size_cdf: '", "sub' is a folder, not a file"]),
+         ["exp.yaml:2:38: workload.size_cdf: '", "sub' is a folder, not a file"]),
     Case("topology_file_names_a_folder", {"exp.yaml": "topology: {file: sub}\n" + POISSON + RUN, "sub/": ""},
          ["exp.yaml:1:18: topology.file: '", "sub' is a folder, not a file"]),
     # --- item 6: silent acceptance
@@ -92,6 +92,12 @@ CASES = [
           "      max_th_pktz: 9\n" + POISSON + RUN},
          ["exp.yaml:7:7: routers.default.queue_manager.max_th_pktz (queue_manager 'red'): "
           "unknown parameter 'max_th_pktz'"]),
+    Case("misspelled_workload_key_points_at_its_line",
+         {"exp.yaml": TOPO + "workload:\n  kind: poisson\n  load: 0.5\n  fixed_size_pkts: 3\n  fan_inn: 3\n" + RUN},
+         ["exp.yaml:6:3: workload.fan_inn: unknown key 'fan_inn'"]),
+    Case("misspelled_transport_parameter_points_at_its_line",
+         {"exp.yaml": BASE + "transport:\n  kind: dctcp\n  min_rto_uss: 5\n", "tr.csv": GOOD_TRACE},
+         ["exp.yaml:6:3: transport.min_rto_uss (transport dctcp): unknown parameter 'min_rto_uss'"]),
 ]
 
 VARIANTS = (BASE + "variants:\n  good: {}\n  bad:\n    routers:\n      default:\n"

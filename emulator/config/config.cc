@@ -182,10 +182,11 @@ TransportConfig parse_transport(const YAML::Node& n, const NetworkConfig& net, c
   t.ack_queueing = parse_ack_queueing(get_string(n, "ack_queueing", "none", file, "transport"),
                                       where(file, n["ack_queueing"] ? n["ack_queueing"] : n, "transport.ack_queueing"));
   t.ack_queueing_nic = get_bool(n, "ack_queueing_nic", true, file, "transport");
-  YAML::Node params = YAML::Clone(n);
-  params.remove("ack_latency");
-  params.remove("ack_queueing");
-  params.remove("ack_queueing_nic");
+  YAML::Node params(YAML::NodeType::Map);  // the parameters, sharing the config's nodes (a Clone says 1:1)
+  for (const auto& kv : n) {
+    const std::string key = kv.first.Scalar();
+    if (key != "ack_latency" && key != "ack_queueing" && key != "ack_queueing_nic") params.force_insert(kv.first, kv.second);
+  }
   ParamValues values = to_params(params, "kind", file, "transport");
   values.where = where(file, n, "transport");
   t.params = transport_param_schema().parse(values, std::string("transport ") + transport_kind_name(t.kind));
@@ -310,11 +311,12 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.packet_log = get_bool(run, "packet_log", false, file, "run");
 
   if (!root["workload"]) throw ConfigError(file + ": missing 'workload' section");
-  YAML::Node wl = YAML::Clone(root["workload"]);
-  require_map(wl, file, "workload");
+  require_map(root["workload"], file, "workload");
+  YAML::Node wl(YAML::NodeType::Map);  // shares the config's nodes (their marks), plus the run's defaults
+  for (const auto& kv : root["workload"]) wl.force_insert(kv.first, kv.second);
   if (!wl["duration_timeslots"]) wl["duration_timeslots"] = c.duration;
   if (!wl["seed"]) wl["seed"] = c.seed;
-  c.workload = parse_workload(wl, where(file, root["workload"], "workload"), base_dir);
+  c.workload = parse_workload(wl, where(file, root["workload"], "workload"), base_dir, file);
 
   c.live = parse_live(root["live"], c.topology.num_endpoints, file);
 

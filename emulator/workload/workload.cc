@@ -46,8 +46,8 @@ constexpr Choice<WorkloadKind> kKinds[] = {{"poisson", WorkloadKind::kPoisson}, 
 // Strict reading of one `key: value` of the workload map.
 class Field {
  public:
-  Field(const std::string& where, const std::string& key, const YAML::Node& value)
-      : at_(where + "." + key), node_(value) {
+  // `at` names the field and its place ("exp.yaml:5:3: workload.load").
+  Field(const std::string& at, const YAML::Node& value) : at_(at), node_(value) {
     if (!value.IsScalar()) throw ConfigError(at_ + ": expected a single value, got a " + node_type());
     text_ = value.Scalar();
   }
@@ -98,7 +98,8 @@ const char* to_string(WorkloadKind kind) {
   return "?";
 }
 
-WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, const std::string& base_dir) {
+WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, const std::string& base_dir,
+                            const std::string& file) {
   if (!node.IsMap()) throw ConfigError(where + ": expected a mapping of workload settings");
   static const char* kKeys[] = {"kind", "pattern", "load",               "size_cdf", "fixed_size_pkts",
                                 "trace", "seed",    "duration_timeslots", "max_flows"};
@@ -106,8 +107,12 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
   spec.where = where;
   std::vector<std::string> seen;
   std::string cdf_at, trace_at;
+  // Where a key was written: its own line and column when the file is known.
+  auto key_at = [&](const YAML::Node& k, const std::string& key) {
+    return file.empty() || k.Mark().line < 0 ? where + "." + key : yaml::where(file, k, "workload." + key);
+  };
   // The pattern first: its parameters are keys of this map too.
-  if (const YAML::Node p = node["pattern"]) spec.pattern = Field(where, "pattern", p).text();
+  if (const YAML::Node p = node["pattern"]) spec.pattern = Field(where + ".pattern", p).text();
   const ComponentInfo<TrafficPattern>& pattern =
       Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern ('" + spec.pattern + "')");
   auto declares = [](const ComponentInfo<TrafficPattern>& info, const std::string& key) {
@@ -117,22 +122,22 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
     const std::string key = kv.first.as<std::string>();
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
       if (declares(pattern, key)) {  // a parameter of the pattern
-        spec.pattern_params.set(key, Field(where, key, kv.second).text());
+        spec.pattern_params.set(key, Field(key_at(kv.first, key), kv.second).text(), key_at(kv.first, key));
         seen.push_back(key);
         continue;
       }
       std::string patterns, known;
       for (const auto& [name, info] : Registry<TrafficPattern>::instance().all())
         if (declares(info, key)) patterns += (patterns.empty() ? "" : ", ") + name;
-      if (!patterns.empty()) throw ConfigError(where + "." + key + ": only applies with pattern: " + patterns);
+      if (!patterns.empty()) throw ConfigError(key_at(kv.first, key) + ": only applies with pattern: " + patterns);
       for (const char* k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
       for (const auto& d : pattern.params) known += ", " + d.name;
-      throw ConfigError(where + ": unknown key '" + key + "' (known: " + known + ")");
+      throw ConfigError(key_at(kv.first, key) + ": unknown key '" + key + "' (known: " + known + ")");
     }
     if (std::find(seen.begin(), seen.end(), key) != seen.end())
       throw ConfigError(where + "." + key + ": given twice");
     seen.push_back(key);
-    const Field f(where, key, kv.second);
+    const Field f(key_at(kv.first, key), kv.second);
     if (key == "kind") {
       spec.kind = f.choice(kKinds);
     } else if (key == "pattern") {  // read above

@@ -83,7 +83,10 @@ struct WorkloadStats {
 // Relative `size_cdf` and `trace` paths resolve against base_dir (normally the
 // directory of the config file). The CDF is loaded once here so that its
 // errors surface at config time.
-WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, const std::string& base_dir);
+// With `file` (the config's name), each key's errors name its own line and
+// column ("exp.yaml:5:3: workload.load") rather than the map's.
+WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, const std::string& base_dir,
+                            const std::string& file = "");
 
 // The fully resolved spec as ordered key/value pairs (the YAML key names),
 // for run metadata; only keys that apply to the spec's kind and pattern.

@@ -258,7 +258,7 @@ TEST_CASE("workload: YAML parsing is strict and resolves paths", "[workload]") {
 
   // Errors name <where>.<key> and the value.
   CHECK_THAT(parse_error("{fixed_size_pkts: 4, bogus: 1}"),
-             Catch::Contains("exp.yaml: workload: unknown key 'bogus'") && Catch::Contains("known: kind"));
+             Catch::Contains("exp.yaml: workload.bogus: unknown key 'bogus'") && Catch::Contains("known: kind"));
   CHECK_THAT(parse_error("{fixed_size_pkts: 4, load: 1.5}"),
              Catch::Contains("exp.yaml: workload.load") && Catch::Contains("'1.5'"));
   CHECK_THAT(parse_error("{fixed_size_pkts: 4, load: 0}"), Catch::Contains("workload.load") && Catch::Contains("'0'"));
