@@ -51,6 +51,10 @@ CASES = [
          {"exp.yaml": TOPO + "workload: {kind: poisson, pattern: incast, fan_in: 9, load: 0.5, fixed_size_pkts: 3}\n"
           + RUN},
          ["exp.yaml:2:11: workload.fan_in: incast needs 1 <= fan_in <= num_endpoints - 1 = 3 ('9')"]),
+    Case("schemes_disagree_on_endpoint_stamping",  # the endpoint contract was derived by run only
+         {"exp.yaml": TOPO + "routers:\n  tor: {scheme: pfabric}\n  spine: {scheme: priority_by_size}\n" + POISSON
+          + RUN},
+         ["exp.yaml: endpoint.priority: routers' schemes want different endpoint stamping"]),
     Case("trace_names_a_folder", {"exp.yaml": TOPO + "workload: {kind: trace, trace: sub}\n" + RUN, "sub/": ""},
          ["exp.yaml:2:25: workload.trace: '", "sub' is a folder, not a file"]),
     Case("size_cdf_names_a_folder",
