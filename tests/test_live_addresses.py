@@ -83,14 +83,15 @@ def test_check_refuses(tmp_path: Path, case) -> None:
 def test_live_start_refuses_before_the_eal(tmp_path: Path, case) -> None:
     _, live, place, rest = case
     write(tmp_path, live)
-    r = run([EMULATOR, "live", "exp.yaml", "--out", "out", "--", *EAL], tmp_path)
+    # --duration-s: a start that wrongly accepts the config ends (exit 0) instead of serving forever.
+    r = run([EMULATOR, "live", "exp.yaml", "--out", "out", "--duration-s", "1", "--", *EAL], tmp_path)
     if "built without DPDK" in r.stderr:
         pytest.skip("flexplane-emulator built without DPDK: no live subcommand")
     refused(r, place, rest)
     assert not (tmp_path / "out").exists()
     # Refused before the EAL starts: an argument the EAL would refuse changes nothing.
-    refused(run([EMULATOR, "live", "exp.yaml", "--out", "out", "--", *EAL, "--no-such-eal-option"], tmp_path),
-            place, rest)
+    refused(run([EMULATOR, "live", "exp.yaml", "--out", "out", "--duration-s", "1", "--", *EAL,
+                 "--no-such-eal-option"], tmp_path), place, rest)
 
 
 @pytest.mark.parametrize("case", ROWS[:3], ids=[r[0] for r in ROWS[:3]])
