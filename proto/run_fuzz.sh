@@ -36,26 +36,6 @@ for t in "${targets[@]}"; do
   $CC "${flags[@]}" "$here/fuzz/fuzz_$t.c" "${srcs[@]}" -o "$BUILD_DIR/fuzz_$t"
 done
 
-fail=0
-printf '%-10s %8s %12s %10s %7s  %s\n' target seconds execs execs/s corpus result
-for t in "${targets[@]}"; do
-  mkdir -p "$BUILD_DIR/corpus/$t"
-  seeds=()
-  [ -d "$BUILD_DIR/seeds/$t" ] && seeds=("$BUILD_DIR/seeds/$t")
-  log="$BUILD_DIR/fuzz_$t.log"
-  start=$(date +%s)
-  set +e
-  "$BUILD_DIR/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$BUILD_DIR/artifacts/$t-" \
-    "$BUILD_DIR/corpus/$t" "${seeds[@]}" >"$log" 2>&1
-  rc=$?
-  set -e
-  took=$(( $(date +%s) - start ))
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  corpus=$(ls "$BUILD_DIR/corpus/$t" | wc -l)
-  if [ $rc -eq 0 ]; then result=ok; else result="FAILED (rc=$rc, see $log)"; fail=1; fi
-  printf '%-10s %8s %12s %10s %7s  %s\n' "$t" "$took" "${execs:-?}" "${rate:-?}" "$corpus" "$result"
-  if [ $rc -ne 0 ]; then grep -E "ERROR|invariant|SUMMARY|Test unit written" "$log" | head -5 || true; fi
-done
-exit $fail
+. "$repo/scripts/fuzz_targets.sh"
+fuzz_targets "$secs" "${targets[@]}"
+

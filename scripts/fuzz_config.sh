@@ -42,25 +42,8 @@ find "$repo/experiments" "$repo/topologies" "$repo/emulator/live/testdata" -name
 grep -rl --include='*.csv' '^flow_id,src,dst,size_pkts,start_timeslot' "$repo/validation" "$repo/experiments" |
   while read -r f; do head -c 4096 "$f" >"$seeds/trace/$(basename "$f")"; done
 
-fail=0
-printf '%-8s %8s %12s %10s %7s  %s\n' target seconds execs execs/s corpus result
-for t in "${targets[@]}"; do
-  mkdir -p "$BUILD_DIR/corpus/$t"
-  log="$BUILD_DIR/fuzz_$t.log"
-  start=$(date +%s)
-  set +e
-  FLEXPLANE_FUZZ_BASE_DIR="$repo/experiments/configs" ASAN_OPTIONS=detect_leaks=1 \
-    "$BUILD_DIR/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
-    -print_final_stats=1 -artifact_prefix="$BUILD_DIR/artifacts/$t-" \
-    "$BUILD_DIR/corpus/$t" "$seeds/$t" >"$log" 2>&1
-  rc=$?
-  set -e
-  took=$(( $(date +%s) - start ))
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  corpus=$(ls "$BUILD_DIR/corpus/$t" | wc -l)
-  if [ $rc -eq 0 ]; then result=ok; else result="FAILED (rc=$rc, see $log)"; fail=1; fi
-  printf '%-8s %8s %12s %10s %7s  %s\n' "$t" "$took" "${execs:-?}" "${rate:-?}" "$corpus" "$result"
-  if [ $rc -ne 0 ]; then grep -E "ERROR|SUMMARY|Test unit written|==[0-9]+==" "$log" | head -8 || true; fi
-done
-exit $fail
+export FLEXPLANE_FUZZ_BASE_DIR="$repo/experiments/configs" ASAN_OPTIONS=detect_leaks=1
+FUZZ_FLAGS=(-max_len=8192)
+. "$repo/scripts/fuzz_targets.sh"
+fuzz_targets "$secs" "${targets[@]}"
+
