@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -237,8 +238,10 @@ class Emulator:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
                 raise RuntimeError(f"emulator ignored SIGINT for {timeout} s:\n{self.log.read_text()}")
+            self.remove_eal_dir()
             if rc != 0:
                 raise RuntimeError(f"emulator exited {rc}:\n{self.log.read_text()}")
+        self.remove_eal_dir()
         self.proc = None
 
     def kill(self) -> None:
@@ -246,7 +249,16 @@ class Emulator:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+        self.remove_eal_dir()
         self.proc = None
+
+    def remove_eal_dir(self) -> None:
+        """DPDK's EAL leaves a runtime folder per --file-prefix (with
+        --no-shconf), at times with a telemetry socket in it; the emulator has
+        exited, so remove it (the prefix is this lab run's alone)."""
+        if self.runs == 0:
+            return
+        shutil.rmtree(Path("/var/run/dpdk") / f"{self.lab.prefix}{self.runs}", ignore_errors=True)
 
     def replay(self, out: Path) -> Path:
         run([str(self.bin), "replay", str(self.config), "--arrivals", str(self.out / "arrivals.csv"),

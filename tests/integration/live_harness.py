@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -58,6 +59,15 @@ def eal_args(vdev: str, iface: str, prefix: str) -> list[str]:
             f"--vdev={drv},iface={iface}"]
 
 
+def remove_eal_dir(prefix: str) -> None:
+    """DPDK's EAL leaves a runtime folder per --file-prefix (with
+    --no-shconf), at times with a telemetry socket in it; once the emulator has
+    exited, remove it (the prefix is this run's alone)."""
+    if not prefix:
+        return
+    shutil.rmtree(Path("/var/run/dpdk") / prefix, ignore_errors=True)
+
+
 def read_csv(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -80,6 +90,7 @@ class LiveRun:
         self.ep_logs: list[Path] = []
         self.ep_out: list[Path] = []
         self.emu_runs = 0
+        self.emu_prefix = ""
 
     # --- emulator ---
     def start_emulator(self, vdev: str = "af_packet", record: bool = True, max_s: float = 60,
@@ -91,7 +102,8 @@ class LiveRun:
                 "--duration-s", str(max_s)]
         if record:
             argv.append("--record")
-        argv += ["--"] + eal_args(vdev, self.net.emu_iface, f"{self.net.prefix}{self.emu_runs}")
+        self.emu_prefix = f"{self.net.prefix}{self.emu_runs}"
+        argv += ["--"] + eal_args(vdev, self.net.emu_iface, self.emu_prefix)
         self.emu = self.net.popen(self.net.emu, argv, str(log))
         self.emu_out, self.emu_log = out, log
         deadline = time.time() + ready_timeout
@@ -116,6 +128,7 @@ class LiveRun:
                 p.wait(10)
                 raise AssertionError(f"emulator ignored signal {sig} for {timeout} s:\n{self.emu_log.read_text()}")
         self.emu = None
+        remove_eal_dir(self.emu_prefix)
         return p.returncode
 
     def kill_emulator(self) -> None:
@@ -124,6 +137,7 @@ class LiveRun:
             self.emu.kill()
             self.emu.wait(10)
         self.emu = None
+        remove_eal_dir(self.emu_prefix)
 
     # --- endpoints ---
     def start_endpoints(self, start_in_s: float = 0.5, limit_s: float = 40, extra: list[str] | None = None,
@@ -169,6 +183,7 @@ class LiveRun:
             except subprocess.TimeoutExpired:
                 self.emu.kill()
                 self.emu.wait(10)
+        remove_eal_dir(self.emu_prefix)
 
     # --- results ---
     def expected_requests(self) -> dict[int, Counter]:

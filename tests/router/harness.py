@@ -29,7 +29,11 @@ def find_bin() -> Path:
 
 
 # No hugepages, no PCI, no shared files: runs anywhere as root, in parallel.
-EAL_BASE = ["-l", "0", "--no-pci", "--no-huge", "-m", "512", "--no-shconf", "--no-telemetry", "--log-level=error"]
+# DPDK still makes an (empty) runtime folder named by the prefix, one per test
+# process: conftest.py removes it when the suite ends.
+EAL_PREFIX = f"fprt{os.getpid()}"
+EAL_BASE = ["-l", "0", "--no-pci", "--no-huge", "-m", "512", "--no-shconf", "--no-telemetry", "--log-level=error",
+            f"--file-prefix={EAL_PREFIX}"]
 
 
 @dataclass

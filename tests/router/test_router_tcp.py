@@ -24,15 +24,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import find_bin, rows
+from harness import EAL_BASE, find_bin, rows
 from tcp_topology import H2_IP, PORT_IP, TcpTopology, missing_prerequisites
 
 RATE_MBPS = 10
 CAPACITY = 100   # bottleneck queue limit, packets (both schemes)
 K = 8            # DCTCP marking threshold, packets
 SECONDS = 4      # iperf3 duration
-EAL = ["-l", "0", "--no-pci", "--no-huge", "-m", "512", "--no-shconf", "--no-telemetry", "--log-level=error",
-       "--vdev", "net_af_packet0,iface=r0", "--vdev", "net_af_packet1,iface=r1"]
+EAL = [*EAL_BASE, "--vdev", "net_af_packet0,iface=r0", "--vdev", "net_af_packet1,iface=r1"]
 PROBE = """
 import socket, sys
 try:
