@@ -32,11 +32,13 @@ bool router_eal() {
     // Two lcores when the machine has two CPUs (two workers), else one.
     const std::string lcores = std::thread::hardware_concurrency() >= 2 ? "0,1" : "0";
     static std::vector<std::string> args = {"router_tests", "-l",         lcores,           "--no-huge",  "-m", "768",
-                                             "--no-pci",     "--no-shconf", "--no-telemetry", "--log-level=error"};
+                                             "--no-pci",     "--no-shconf", "--no-telemetry", "--log-level=error",
+                                             "--file-prefix=" + live::testing::own_file_prefix("fprt")};
     if (eal_init(args) < 0) {
       std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
       return false;
     }
+    live::testing::remove_runtime_dir_at_exit();
     return true;
   }();
   return ok;

@@ -12,19 +12,34 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace flexplane::live::testing {
+
+// DPDK makes a runtime folder named by --file-prefix even with --no-shconf
+// and never deletes it: each test process names its own (stem + pid), and
+// removes it at exit. Call right after rte_eal_init succeeded.
+inline std::string own_file_prefix(const char* stem) { return std::string(stem) + std::to_string(getpid()); }
+inline void remove_runtime_dir_at_exit() {
+  static std::string dir = rte_eal_get_runtime_dir();
+  std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  });
+}
 
 // --no-huge implies legacy memory, which DPDK 22.11 refuses together with
 // --in-memory; --no-shconf keeps the run free of shared files instead.
 inline bool eal_ready() {
   static const bool ok = [] {
     std::vector<std::string> args = {"live_tests", "-l", "0", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-                                      "--no-telemetry", "--log-level=error"};
+                                      "--no-telemetry", "--log-level=error", "--file-prefix=" + own_file_prefix("fplt")};
     std::vector<char*> argv;
     for (auto& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -32,6 +47,7 @@ inline bool eal_ready() {
       std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
       return false;
     }
+    remove_runtime_dir_at_exit();
     return true;
   }();
   return ok;
