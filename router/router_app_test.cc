@@ -20,6 +20,7 @@
 #include "router/ipv4.h"
 #include "router/eal.h"
 #include "router/router_app.h"
+#include "tests/temp_dir.h"
 
 using namespace flexplane;
 using namespace flexplane::router;
@@ -86,15 +87,6 @@ rte_mbuf* udp_frame(const Mac& dst_mac, uint32_t src, uint32_t dst, uint32_t seq
   return m;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/fpr_test_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 // Helper threads may run on any CPU (threads started after EAL init inherit
 // the main lcore's single CPU).
 void any_cpu() {
@@ -114,7 +106,7 @@ void write_file(const fs::path& p, const std::string& text) {
 
 TEST_CASE("router app: routes replaced 40 times under steady load lose no packet", "[router][app]") {
   REQUIRE(router_eal());
-  TempDir dir;
+  flexplane::testing::TempDir dir("fpr_test");
   const auto in = live::testing::make_ring_port(4096);   // port A: the test sends into it
   const auto out = live::testing::make_ring_port(4096);  // port B: the router sends out of it
   const std::string routes_a = "10.9.0.0/16 port " + std::to_string(out.port) + " mac 02:00:00:00:00:0a\n";
@@ -251,7 +243,7 @@ TEST_CASE("router app: routes replaced 40 times under steady load lose no packet
 
 TEST_CASE("router app: ARP resolves a connected host, the held packet follows; ping answered", "[router][app]") {
   REQUIRE(router_eal());
-  TempDir dir;
+  flexplane::testing::TempDir dir("fpr_test");
   const auto a = live::testing::make_ring_port(1024);
   const auto b = live::testing::make_ring_port(1024);
   std::ofstream(dir.path / "r.yaml") << "router: {scheme: droptail}\n"

@@ -2,7 +2,6 @@
 // (issue 21: --check said ok to configs whose start exited 2), and the port
 // count read from EAL arguments before the EAL starts. No DPDK needed.
 #include <catch2/catch.hpp>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "router/config.h"
 #include "router/eal_ports.h"
 #include "router/routes.h"
+#include "tests/temp_dir.h"
 
 using namespace flexplane;
 using namespace flexplane::router;
@@ -18,19 +18,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Dir {
-  fs::path path;
-  Dir() {
-    char tmpl[] = "/tmp/fpr_validate_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~Dir() { fs::remove_all(path); }
-};
-
 // Loads r.yaml (and routes.txt when `routes` is given) with `num_ports`;
 // returns the ConfigError's text relative to the folder, or "ok".
 std::string check(const std::string& yaml, const char* routes, std::optional<uint16_t> num_ports) {
-  Dir d;
+  testing::TempDir d("fpr_validate");
   std::ofstream(d.path / "r.yaml") << yaml;
   if (routes) std::ofstream(d.path / "routes.txt") << routes;
   try {

@@ -3,13 +3,13 @@
 // starts: unicast, no wrap past 255.255.255.255, no address twice (endpoint
 // 0 against emulator_ip too). Each error names file:line:col and the field.
 #include <catch2/catch.hpp>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "api/params.h"
 #include "emulator/config/config.h"
+#include "tests/temp_dir.h"
 
 using namespace flexplane;
 namespace fs = std::filesystem;
@@ -17,35 +17,30 @@ namespace fs = std::filesystem;
 namespace {
 
 // Four endpoints on one ToR; `live` is the live: section (flow style).
-std::string load_error(const std::string& live, uint32_t endpoints = 4) {
-  char tmpl[] = "/tmp/fp_live_addr_XXXXXX";
-  const fs::path dir = mkdtemp(tmpl);
-  const fs::path file = dir / "x.yaml";
+void write_config(const fs::path& file, const std::string& live, uint32_t endpoints) {
   std::ofstream(file) << "topology: {kind: single_rack, endpoints: " << endpoints << "}\n"
                       << "workload: {kind: poisson, pattern: all_to_all, load: 0.1, fixed_size_pkts: 1}\n"
                       << "run: {duration_ms: 1}\n"
                       << (live.empty() ? "" : "live: " + live + "\n");
-  std::string out = "ok";
+}
+
+std::string load_error(const std::string& live, uint32_t endpoints = 4) {
+  testing::TempDir dir("fp_live_addr");
+  write_config(dir.path / "x.yaml", live, endpoints);
   try {
-    load_experiment(file.string());
+    load_experiment((dir.path / "x.yaml").string());
   } catch (const ConfigError& e) {
-    out = e.what();
-    out.erase(0, dir.string().size() + 1);  // "x.yaml:..."
+    std::string out = e.what();
+    out.erase(0, dir.path.string().size() + 1);  // "x.yaml:..."
+    return out;
   }
-  fs::remove_all(dir);
-  return out;
+  return "ok";
 }
 
 LiveConfig loaded(const std::string& live, uint32_t endpoints = 4) {
-  char tmpl[] = "/tmp/fp_live_addr_XXXXXX";
-  const fs::path dir = mkdtemp(tmpl);
-  std::ofstream(dir / "x.yaml") << "topology: {kind: single_rack, endpoints: " << endpoints << "}\n"
-                                << "workload: {kind: poisson, pattern: all_to_all, load: 0.1, fixed_size_pkts: 1}\n"
-                                << "run: {duration_ms: 1}\n"
-                                << (live.empty() ? "" : "live: " + live + "\n");
-  const Experiment ex = load_experiment((dir / "x.yaml").string());
-  fs::remove_all(dir);
-  return ex.runs.at(0).live;
+  testing::TempDir dir("fp_live_addr");
+  write_config(dir.path / "x.yaml", live, endpoints);
+  return load_experiment((dir.path / "x.yaml").string()).runs.at(0).live;
 }
 
 }  // namespace
