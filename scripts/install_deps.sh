@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libnetfilter-queue-dev libmnl-dev iptables
   python3 python3-venv
   qemu-system-x86 busybox-static cpio kmod iperf3   # kmod/vm: the VM tests
+  dkms openssh-client dropbear-bin                   # packaging/ and the lab's hosts backend (SSH guests)
 )
 
 if [[ "${1:-}" != "--python-only" ]]; then
