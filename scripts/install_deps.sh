@@ -15,6 +15,7 @@ APT_PACKAGES=(
   python3 python3-venv
   qemu-system-x86 busybox-static cpio kmod iperf3   # kmod/vm: the VM tests
   dkms openssh-client dropbear-bin                   # packaging/ and the lab's hosts backend (SSH guests)
+  pahole                                             # packaging/: BTF of modules built against 6.12 headers
 )
 
 if [[ "${1:-}" != "--python-only" ]]; then
