@@ -327,6 +327,28 @@ TEST_CASE("comm core counts malformed and forged frames by reason and keeps serv
 
   expect(std::vector<uint8_t>(10, 0xee), RxDrop::kRunt);
   { auto f = good(); f[12] = 0x86; f[13] = 0xdd; expect(f, RxDrop::kNonIpv4); }
+  {  // IPv6 link control on the segment (multicast): not malformed, not for us
+    auto ipv6 = [](uint8_t next, std::vector<uint8_t> payload) {
+      std::vector<uint8_t> f = {0x33, 0x33, 0xff, 0, 0, 0x12, 0x52, 0x54, 0, 0x77, 0, 0x11, 0x86, 0xdd,
+                                0x60, 0, 0, 0, 0, static_cast<uint8_t>(payload.size()), next, 255};
+      f.resize(14 + 40);  // addresses: zero (irrelevant here)
+      f.insert(f.end(), payload.begin(), payload.end());
+      return f;
+    };
+    std::vector<uint8_t> ns(24, 0);  // neighbour solicitation
+    ns[0] = 135;
+    std::vector<uint8_t> mld = {58, 0, 5, 2, 0, 0, 1, 0};  // hop-by-hop: router alert, PadN
+    mld.resize(8 + 8);
+    mld[8] = 143;  // MLDv2 report
+    std::vector<uint8_t> echo(8, 0);
+    echo[0] = 128;
+    const uint64_t malformed = core.stats().malformed();
+    expect(ipv6(58, ns), RxDrop::kIpv6Ctrl);
+    expect(ipv6(0, mld), RxDrop::kIpv6Ctrl);
+    REQUIRE(core.stats().malformed() == malformed);
+    expect(ipv6(58, echo), RxDrop::kNonIpv4);  // other IPv6: still not ours to parse
+    { auto f = ipv6(0, mld); f.resize(14 + 40 + 4); expect(f, RxDrop::kNonIpv4); }  // truncated
+  }
   { auto f = good(); f.resize(14 + 10); f[12] = 0x08; f[13] = 0x06; expect(f, RxDrop::kArpMalformed); }
   { auto f = good(); f[0] = 0x02; f[5] = 0x99; expect(f, RxDrop::kEthWrongDst); }
   { auto f = good(); f.resize(14 + 12); expect(f, RxDrop::kIpTruncated); }

@@ -30,6 +30,7 @@ const char* rx_drop_name(RxDrop r) {
     case RxDrop::kNonIpv4: return "non_ipv4";
     case RxDrop::kArpMalformed: return "arp_malformed";
     case RxDrop::kArpIgnored: return "arp_ignored";
+    case RxDrop::kIpv6Ctrl: return "ipv6_ctrl";
     case RxDrop::kEthWrongDst: return "eth_wrong_dst";
     case RxDrop::kIpTruncated: return "ip_truncated";
     case RxDrop::kIpBadVersion: return "ip_bad_version";
@@ -51,7 +52,31 @@ const char* rx_drop_name(RxDrop r) {
   return "?";
 }
 
-bool rx_drop_is_malformed(RxDrop r) { return r != RxDrop::kArpIgnored && r != RxDrop::kProtoStale; }
+bool rx_drop_is_malformed(RxDrop r) {
+  return r != RxDrop::kArpIgnored && r != RxDrop::kIpv6Ctrl && r != RxDrop::kProtoStale;
+}
+
+namespace {
+// IPv6 neighbour discovery and multicast listener messages (RFC 4861, 2710,
+// 3810: ICMPv6 types 130-137 and 143), the link's own control traffic: every
+// IPv6 host on the emulator's segment sends them to multicast groups (so they
+// reach us), exactly what the endpoint qdisc bypasses as control. MLD comes
+// after a hop-by-hop header (router alert), so extension headers are skipped.
+bool ipv6_link_control(const uint8_t* ip6, uint32_t avail) {
+  constexpr uint32_t kIp6Len = 40;
+  if (avail < kIp6Len || (ip6[0] >> 4) != 6) return false;
+  uint8_t next = ip6[6];
+  uint32_t off = kIp6Len;
+  for (int i = 0; i < 4 && (next == 0 || next == 43 || next == 60); i++) {  // hop-by-hop, routing, dest. options
+    if (avail < off + 8) return false;
+    next = ip6[off];
+    off += (ip6[off + 1] + 1u) * 8u;
+  }
+  if (next != 58 || avail <= off) return false;  // ICMPv6
+  const uint8_t type = ip6[off];
+  return (type >= 130 && type <= 137) || type == 143;
+}
+}  // namespace
 
 ParsedFrame parse_frame(uint8_t* eth, uint32_t len, const FrameFilter& us) {
   if (len < kEthLen) return dropped(RxDrop::kRunt);
@@ -70,6 +95,8 @@ ParsedFrame parse_frame(uint8_t* eth, uint32_t len, const FrameFilter& us) {
     f.arp = a;
     return f;
   }
+  if (type == RTE_ETHER_TYPE_IPV6 && ipv6_link_control(eth + kEthLen, len - kEthLen))
+    return dropped(RxDrop::kIpv6Ctrl);
   if (type != RTE_ETHER_TYPE_IPV4) return dropped(RxDrop::kNonIpv4);
   const auto* dst = reinterpret_cast<const rte_ether_addr*>(eth);
   if (!rte_is_broadcast_ether_addr(dst) && std::memcmp(dst, us.mac, 6) != 0) return dropped(RxDrop::kEthWrongDst);

@@ -25,6 +25,7 @@ enum class RxDrop : uint8_t {
   kNonIpv4,          // ethertype neither IPv4 nor ARP (IPv6, VLAN, LLDP, ...)
   kArpMalformed,     // ARP too short, or not Ethernet/IPv4 ARP
   kArpIgnored,       // well-formed ARP that is not a request for our address
+  kIpv6Ctrl,         // IPv6 neighbour discovery / multicast listener message (link control, not for us)
   kEthWrongDst,      // unicast frame to another MAC
   kIpTruncated,      // shorter than the IPv4 header (incl. options)
   kIpBadVersion,     // version != 4
@@ -45,7 +46,7 @@ enum class RxDrop : uint8_t {
 };
 inline constexpr unsigned kNumRxDrops = static_cast<unsigned>(RxDrop::kCount);
 const char* rx_drop_name(RxDrop r);
-bool rx_drop_is_malformed(RxDrop r);  // kArpIgnored, kProtoStale: not malformed, just not for us
+bool rx_drop_is_malformed(RxDrop r);  // kArpIgnored, kIpv6Ctrl, kProtoStale: not malformed, just not for us
 
 // Where we listen: frames for other MACs, addresses or ports are dropped.
 struct FrameFilter {
