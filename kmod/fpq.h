@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * fpq.h - the flexplane qdisc's shared state: parameters, flow queues,
+ * The flexplane qdisc's shared state: parameters, flow queues,
  * statistics, and the channel to the emulator.
  *
  * sch_flexplane.c	qdisc operations: enqueue, dequeue, options, dumps
@@ -39,9 +39,9 @@ struct fpq_params {
 	__be32		emu_addr;	/* init */
 	u16		emu_port;	/* init */
 	__be32		src_addr;	/* init */
-	__be32		ep_base;
-	struct in6_addr	ep_base6;
-	u32		ep_count;
+	__be32		ep_base;	/* init */
+	struct in6_addr	ep_base6;	/* init */
+	u32		ep_count;	/* init */
 	u32		flows_cnt;	/* init */
 	u32		window;		/* init */
 	u32		apkt;		/* until the emulator states its own */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fpq_channel.c - the flexplane qdisc's channel to the emulator.
+ * The flexplane qdisc's channel to the emulator.
  *
  * One kernel UDP socket per qdisc, in the device's network namespace and
  * bound to the device, runs the wire protocol of docs/protocol.md through
@@ -391,7 +391,8 @@ int fpq_channel_start(struct fpq_sched_data *q, struct netlink_ext_ack *extack)
 
 	err = udp_sock_create(dev_net(dev), &ucfg, &sock);
 	if (err) {
-		NL_SET_ERR_MSG_MOD(extack, "cannot create the UDP socket to the emulator (is src an address of this host?)");
+		NL_SET_ERR_MSG_MOD(extack,
+				   "cannot create the UDP socket to the emulator (is src an address of this host?)");
 		return err;
 	}
 	setup_udp_tunnel_sock(dev_net(dev), sock, &tcfg);

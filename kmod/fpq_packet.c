@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fpq_packet.c - the endpoint API of a flexplane scheme, one packet at a time.
+ * The endpoint API of a flexplane scheme, one packet at a time.
  *
  * fpq_classify()	managed or bypassed; flow id, destination endpoint,
  *			DSCP, ECN capability, segment layout of GSO packets

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * net/sched/sch_flexplane.c	Flexplane: an emulated network decides.
+ * Flexplane: an emulated network decides.
  *
  * Principles:
  * Every packet this host sends to another endpoint of the experiment is
@@ -83,7 +83,7 @@ static void fpq_params_default(struct fpq_params *p)
 	p->apkt = 1500;
 	p->hold_us = 500 * USEC_PER_MSEC;
 	p->rto_us = 2000;
-	p->fallback = FLEXPLANE_FALLBACK_OPEN;
+	p->fallback = FLEXPLANE_FALLBACK_CLOSED;
 	p->prio = FLEXPLANE_PRIO_NONE;
 	p->adopt = 1;
 }
@@ -134,28 +134,41 @@ static int fpq_get_words(struct nlattr *attr, u8 *words, u8 *n, u8 max_value,
 	return 0;
 }
 
-/* Options a running qdisc keeps: its socket, tables and session depend on them. */
+/* Options a running qdisc keeps: its socket, tables and session depend on
+ * them. The endpoint addresses and count too: held packets and requests in
+ * flight carry endpoint ids of the old mapping, and the emulator's topology
+ * is fixed for its run, so a new mapping needs a new qdisc (and session).
+ */
 static int fpq_check_fixed(const struct fpq_params *old, const struct fpq_params *p,
 			   struct nlattr **tb, struct netlink_ext_ack *extack)
 {
+#define FPQ_FIXED(type, name) \
+	{ type, "flexplane: " name " cannot be changed (delete and add the qdisc)" }
 	static const struct {
 		int type;
 		const char *msg;
 	} fixed[] = {
-		{ TCA_FLEXPLANE_EMU_ADDR, "flexplane: emulator address cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_EMU_PORT, "flexplane: emulator port cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_SRC_ADDR, "flexplane: src cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_FLOWS, "flexplane: flows cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_WINDOW, "flexplane: window cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_RTO_US, "flexplane: rto cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_REQ_WORDS, "flexplane: request words cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_VERDICT_WORDS, "flexplane: verdict words cannot be changed (delete and add the qdisc)" },
-		{ TCA_FLEXPLANE_SCHEME, "flexplane: scheme cannot be changed (delete and add the qdisc)" },
+		FPQ_FIXED(TCA_FLEXPLANE_EMU_ADDR, "emulator address"),
+		FPQ_FIXED(TCA_FLEXPLANE_EMU_PORT, "emulator port"),
+		FPQ_FIXED(TCA_FLEXPLANE_SRC_ADDR, "src"),
+		FPQ_FIXED(TCA_FLEXPLANE_EP_BASE, "endpoints"),
+		FPQ_FIXED(TCA_FLEXPLANE_EP_BASE6, "endpoints6"),
+		FPQ_FIXED(TCA_FLEXPLANE_EP_COUNT, "count"),
+		FPQ_FIXED(TCA_FLEXPLANE_FLOWS, "flows"),
+		FPQ_FIXED(TCA_FLEXPLANE_WINDOW, "window"),
+		FPQ_FIXED(TCA_FLEXPLANE_RTO_US, "rto"),
+		FPQ_FIXED(TCA_FLEXPLANE_REQ_WORDS, "request words"),
+		FPQ_FIXED(TCA_FLEXPLANE_VERDICT_WORDS, "verdict words"),
+		FPQ_FIXED(TCA_FLEXPLANE_SCHEME, "scheme"),
 	};
+#undef FPQ_FIXED
 	bool same[ARRAY_SIZE(fixed)] = {
 		old->emu_addr == p->emu_addr,
 		old->emu_port == p->emu_port,
 		old->src_addr == p->src_addr,
+		old->ep_base == p->ep_base,
+		ipv6_addr_equal(&old->ep_base6, &p->ep_base6),
+		old->ep_count == p->ep_count,
 		old->flows_cnt == p->flows_cnt,
 		old->window == p->window,
 		old->rto_us == p->rto_us,
@@ -185,6 +198,7 @@ static int fpq_parse(struct Qdisc *sch, struct nlattr *opt, bool init,
 {
 	struct fpq_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_FLEXPLANE_MAX + 1];
+	bool prio_on;
 	int i, err;
 
 	err = nla_parse_nested_deprecated(tb, TCA_FLEXPLANE_MAX, opt, fpq_policy, extack);
@@ -213,7 +227,7 @@ static int fpq_parse(struct Qdisc *sch, struct nlattr *opt, bool init,
 	}
 
 	err = fpq_get_u32(tb, TCA_FLEXPLANE_EP_COUNT, 1, U16_MAX, &p->ep_count,
-			  "flexplane: endpoints must be 1..65535", extack) ?:
+			  "flexplane: count must be 1..65535", extack) ?:
 	      fpq_get_u32(tb, TCA_FLEXPLANE_LIMIT, 1, 1000000, limit,
 			  "flexplane: limit must be 1..1000000 packets", extack) ?:
 	      fpq_get_u32(tb, TCA_FLEXPLANE_FLOWS, 1, 65536, &p->flows_cnt,
@@ -248,7 +262,8 @@ static int fpq_parse(struct Qdisc *sch, struct nlattr *opt, bool init,
 					    "flexplane: prio must be none, remaining or skb");
 			return -EINVAL;
 		}
-		if (!init && (p->prio != FLEXPLANE_PRIO_NONE) != !!(q->features & FP_FEAT_PRIO)) {
+		prio_on = p->prio != FLEXPLANE_PRIO_NONE;
+		if (!init && prio_on != !!(q->features & FP_FEAT_PRIO)) {
 			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FLEXPLANE_PRIO],
 					    "flexplane: prio cannot be switched on or off on a running session (delete and add the qdisc)");
 			return -EINVAL;
@@ -274,7 +289,8 @@ static int fpq_parse(struct Qdisc *sch, struct nlattr *opt, bool init,
 		p->nbypass = nla_len(a) / sizeof(u16);
 		for (i = 0; i < p->nbypass; i++) {
 			if (!ports[i]) {
-				NL_SET_ERR_MSG_ATTR(extack, a, "flexplane: bypass port 0 is invalid");
+				NL_SET_ERR_MSG_ATTR(extack, a,
+						    "flexplane: bypass port 0 is invalid");
 				return -EINVAL;
 			}
 			p->bypass_ports[i] = ports[i];
@@ -284,7 +300,8 @@ static int fpq_parse(struct Qdisc *sch, struct nlattr *opt, bool init,
 	if (init) {
 		if (!p->emu_addr || ipv4_is_multicast(p->emu_addr) ||
 		    ipv4_is_lbcast(p->emu_addr)) {
-			NL_SET_ERR_MSG_MOD(extack, "emulator IPv4 address missing or invalid (option: emulator ADDR)");
+			NL_SET_ERR_MSG_MOD(extack,
+					   "emulator IPv4 address missing or invalid (option: emulator ADDR)");
 			return -EINVAL;
 		}
 		if (!p->emu_port) {
@@ -297,7 +314,8 @@ static int fpq_parse(struct Qdisc *sch, struct nlattr *opt, bool init,
 			return err;
 	}
 	if (!p->ep_count || (!p->ep_base && ipv6_addr_any(&p->ep_base6))) {
-		NL_SET_ERR_MSG_MOD(extack, "endpoints missing (options: endpoints ADDR[,ADDR6] count N)");
+		NL_SET_ERR_MSG_MOD(extack,
+				   "endpoints missing (options: endpoints ADDR [endpoints6 ADDR6] count N)");
 		return -EINVAL;
 	}
 	return 0;
@@ -555,7 +573,8 @@ static int fpq_init(struct Qdisc *sch, struct nlattr *opt,
 	get_random_bytes(&q->perturb, sizeof(q->perturb));
 	fpq_params_default(&q->p);
 	if (!opt) {
-		NL_SET_ERR_MSG_MOD(extack, "options missing: tc qdisc add dev DEV root flexplane emulator ADDR endpoints ADDR count N (needs q_flexplane.so in tc's library path)");
+		NL_SET_ERR_MSG_MOD(extack,
+				   "options missing: tc qdisc add dev DEV root flexplane emulator ADDR endpoints ADDR count N (needs q_flexplane.so in tc's library path)");
 		return -EINVAL;
 	}
 	err = fpq_parse(sch, opt, true, &q->p, &limit, extack);

@@ -89,7 +89,9 @@ static void explain(void)
 		"  endpoints: endpoint i of the emulator's topology is ADDR + i (and ADDR6 + i)\n"
 		"  W: zero len remaining mark skbprio hash      A: none mark skbprio dscp\n"
 		"  defaults: port 9977, limit 10240, flows 1024, window 16384, apkt 1500,\n"
-		"            hold 500ms, fallback open, prio none, rto 2ms, adopt\n");
+		"            hold 500ms, fallback closed, prio none, rto 2ms, adopt\n"
+		"  tc qdisc change: limit apkt hold fallback prio bypass adopt only\n"
+		"            (the others, count and endpoints included: delete and add)\n");
 }
 
 static int bad(const char *what, const char *arg)

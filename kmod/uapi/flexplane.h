@@ -12,14 +12,18 @@
 
 #include <linux/types.h>
 
+/* Options marked "init only" are fixed once the qdisc exists: a change with
+ * another value is refused with an extack message naming the option (delete
+ * and add the qdisc instead). The others apply to a running qdisc.
+ */
 enum {
 	TCA_FLEXPLANE_UNSPEC,
 	TCA_FLEXPLANE_EMU_ADDR,		/* be32, emulator IPv4 address (init only) */
 	TCA_FLEXPLANE_EMU_PORT,		/* u16, emulator UDP port (init only) */
 	TCA_FLEXPLANE_SRC_ADDR,		/* be32, source of requests; 0 = routing (init only) */
-	TCA_FLEXPLANE_EP_BASE,		/* be32, IPv4 address of endpoint 0 */
-	TCA_FLEXPLANE_EP_BASE6,		/* struct in6_addr, IPv6 address of endpoint 0 */
-	TCA_FLEXPLANE_EP_COUNT,		/* u32, endpoints are base .. base + count - 1 */
+	TCA_FLEXPLANE_EP_BASE,		/* be32, IPv4 address of endpoint 0 (init only) */
+	TCA_FLEXPLANE_EP_BASE6,		/* in6_addr, IPv6 address of endpoint 0 (init only) */
+	TCA_FLEXPLANE_EP_COUNT,		/* u32, endpoints: base .. base + count - 1 (init only) */
 	TCA_FLEXPLANE_LIMIT,		/* u32, packets held, all flows together */
 	TCA_FLEXPLANE_FLOWS,		/* u32, flow queues (init only) */
 	TCA_FLEXPLANE_WINDOW,		/* u32, abstract packets without a verdict (init only) */
@@ -27,8 +31,8 @@ enum {
 	TCA_FLEXPLANE_HOLD_US,		/* u32, verdicts owed and none for this long: fallback */
 	TCA_FLEXPLANE_FALLBACK,		/* u8, FLEXPLANE_FALLBACK_* */
 	TCA_FLEXPLANE_PRIO,		/* u8, FLEXPLANE_PRIO_*: priority stamped into requests */
-	TCA_FLEXPLANE_REQ_WORDS,	/* u8[], FLEXPLANE_WORD_* per request custom word (init only) */
-	TCA_FLEXPLANE_VERDICT_WORDS,	/* u8[], FLEXPLANE_APPLY_* per verdict custom word (init only) */
+	TCA_FLEXPLANE_REQ_WORDS,	/* u8[], FLEXPLANE_WORD_* per request word (init only) */
+	TCA_FLEXPLANE_VERDICT_WORDS,	/* u8[], FLEXPLANE_APPLY_* per verdict word (init only) */
 	TCA_FLEXPLANE_BYPASS_PORTS,	/* u16[], TCP/UDP ports never managed */
 	TCA_FLEXPLANE_RTO_US,		/* u32, protocol retransmission timeout (init only) */
 	TCA_FLEXPLANE_SCHEME,		/* string, scheme name stated in HELLO (init only) */
@@ -42,16 +46,19 @@ enum {
 #define FLEXPLANE_MAX_WORDS		4	/* 16 bytes: the wire's custom-data limit */
 #define FLEXPLANE_MAX_BYPASS_PORTS	8
 
-/* What happens to packets while the emulator is unreachable or refuses us. */
+/* What happens to packets while the emulator is unreachable or refuses us.
+ * The qdisc's default is CLOSED (docs/kmod.md): a study never runs on
+ * unmanaged traffic without noticing.
+ */
 enum {
 	FLEXPLANE_FALLBACK_OPEN,	/* send them unmanaged */
-	FLEXPLANE_FALLBACK_CLOSED,	/* drop them */
+	FLEXPLANE_FALLBACK_CLOSED,	/* drop them (default) */
 };
 
 /* Priority stamped into each request (needs the session feature PRIO). */
 enum {
 	FLEXPLANE_PRIO_NONE,		/* 0 */
-	FLEXPLANE_PRIO_REMAINING,	/* abstract packets its flow queue holds, this one included */
+	FLEXPLANE_PRIO_REMAINING,	/* abstract packets its flow queue holds, this one too */
 	FLEXPLANE_PRIO_SKB,		/* skb->priority (SO_PRIORITY, tc skbedit) */
 };
 
@@ -90,8 +97,8 @@ struct tc_flexplane_counters {
 	__u64	pkts_managed;		/* packets that went through the emulator */
 	__u64	segs_managed;		/* their segments */
 	__u64	gso_pkts;		/* managed GSO packets */
-	__u64	gso_split;		/* GSO packets segmented on enqueue (too many abstract packets) */
-	__u64	coalesced;		/* segments that joined an abstract packet already requested */
+	__u64	gso_split;		/* GSO packets segmented on enqueue (too many apkts) */
+	__u64	coalesced;		/* segments that joined an already requested apkt */
 	__u64	requests;		/* abstract packets requested */
 	__u64	verdicts;		/* verdicts received and applied */
 	__u64	verdict_release;
@@ -100,7 +107,7 @@ struct tc_flexplane_counters {
 	__u64	released;		/* managed packets sent */
 	__u64	marked;			/* of those, CE set */
 	__u64	dropped;		/* managed packets dropped on a DROP verdict */
-	__u64	mark_failed;		/* MARK verdict for a packet that is not ECN capable: sent unmarked */
+	__u64	mark_failed;		/* MARK for a packet not ECN capable: sent unmarked */
 	__u64	sw_segmented;		/* GSO packets segmented on release (mixed verdicts) */
 	__u64	verdict_custom;		/* verdict custom words applied */
 	__u64	aborted;		/* requests given back on fallback or teardown */
@@ -113,7 +120,7 @@ struct tc_flexplane_counters {
 	__u64	fallback_dropped;	/* packets dropped on fallback (closed) */
 	__u64	fallback_unmanaged;	/* packets sent unmanaged during fallback (open) */
 	__u64	resyncs;		/* management resumed after a fallback */
-	__u64	adopted;		/* sessions re-opened with the emulator's sizes / features */
+	__u64	adopted;		/* sessions re-opened with the emulator's sizes, features */
 	__u64	overlimit;		/* dropped: limit packets held */
 	__u64	window_full;		/* dropped: window abstract packets without verdict */
 	__u64	tx_dgrams;

@@ -38,7 +38,9 @@ def lab():
     vm = _path("FLEXPLANE_KMOD_VM")
     kver = os.environ.get("FLEXPLANE_KMOD_KVER") or pytest.fail("FLEXPLANE_KMOD_KVER is not set", pytrace=False)
     kernel = vm / f"linux-image-{kver}" / "boot" / f"vmlinuz-{kver}"
-    lab = Lab(vm / "run", kernel, vm / "initramfs.cpio.gz", _path("FLEXPLANE_BIN_DIR") / "flexplane-emulator")
+    # Namespace / tap names fpx<pid>...: apart from the lab backend's and other suites' labs.
+    lab = Lab(vm / "run", kernel, vm / "initramfs.cpio.gz", _path("FLEXPLANE_BIN_DIR") / "flexplane-emulator",
+              prefix=f"fpx{os.getpid() % 100000}")
     lab.results = Results(vm / "run" / "results.json")
     t0 = time.time()
     try:

@@ -47,6 +47,8 @@ def test_module_loads_and_qdisc_attaches(lab):
         qdisc(g, "add", "hold 30s")
         dump = g.sh("tc qdisc show dev eth0")
         assert "qdisc flexplane" in dump and "hold 30s" in dump and "count 3" in dump
+        # fails closed unless told otherwise (docs/kmod.md, "Fallback default")
+        assert "fallback closed" in dump, dump
     C = lab.guests[2]
     start_servers(C)
     C.sh("fp_rr server 7000 > /dev/null 2>&1 &")
@@ -76,7 +78,12 @@ BAD_CHANGES = [  # option, the kernel's extack message
     ("hold 0", "flexplane: hold must be 1ms..60s"),
     ("limit 0", "flexplane: limit must be 1..1000000 packets"),
     ("apkt 100", "flexplane: apkt must be 512..65535 bytes"),
-    ("count 0", "flexplane: endpoints must be 1..65535"),
+    ("count 0", "flexplane: count must be 1..65535"),
+    # the endpoint mapping is fixed: `count 2` used to be applied, and the
+    # third host's packets then bypassed the emulator unnoticed
+    ("count 2", "flexplane: count cannot be changed"),
+    ("endpoints 10.77.0.20", "flexplane: endpoints cannot be changed"),
+    ("endpoints6 fd77::20", "flexplane: endpoints6 cannot be changed"),
     ("window 1000", "flexplane: window must be a power of two, 2..32768"),
     ("emulator 10.9.9.9", "flexplane: emulator address cannot be changed"),
     ("flows 64", "flexplane: flows cannot be changed"),
@@ -138,6 +145,7 @@ def dctcp(lab):
     for g in lab.guests:
         g.sh(f"tc qdisc change dev eth0 root flexplane hold {MANAGED_HOLD}")
     iperf_start(A, "dctcp_a", vm_ip(2), 5201, "-t 10 -P 2")
+    B.sh("ip -6 neigh flush dev eth0")  # vm1 solicits vm2's address again: ND on the emulator's segment
     iperf_start(B, "dctcp_b", vm_ip6(2), 5202, "-t 10 -P 2")
     ja, jb = iperf_result(A, "dctcp_a"), iperf_result(B, "dctcp_b")
     after = quiesce(lab)
@@ -160,6 +168,17 @@ def test_packets_held_until_verdict(lab, dctcp):
 def test_dctcp_module_counters_match_emulator_records(dctcp):
     d = match_emulator(dctcp["before"], dctcp["after"], dctcp["out"])
     assert d[0]["requests"] > 1000 and d[1]["requests"] > 1000
+
+
+def test_ipv6_nd_and_mld_are_control_traffic_not_malformed(dctcp):
+    """vm1 re-solicits vm2's IPv6 address before its flows: the qdisc never
+    holds the ND frames (bypass_ctrl), and the emulator, which sees them on
+    its segment (multicast), counts them as link control (rx_drop_ipv6_ctrl,
+    not malformed) as it does ARP that is not for it."""
+    comm = {r["counter"]: int(r["value"]) for r in read_csv(dctcp["out"] / "comm_counters.csv")}
+    assert comm["malformed"] == 0, {k: v for k, v in comm.items() if k.startswith("rx_drop_") and v}
+    assert comm["rx_drop_ipv6_ctrl"] > 0, comm
+    assert delta(dctcp["before"][1], dctcp["after"][1])["bypass_ctrl"] > 0
 
 
 def test_dctcp_keeps_bottleneck_queue_near_k(lab, dctcp):
@@ -432,7 +451,8 @@ def test_in_guest_cycle_counters(lab, throughput):
 
 def test_rmmod_with_packets_queued_is_clean(lab):
     """No emulator: packets pile up held, then the qdisc goes (and the module),
-    or the link goes down under it (reset)."""
+    or the link goes down under it (reset). rmmod is refused while a qdisc is
+    attached, and works once it is deleted."""
     A, B, C = lab.guests
     for g in (A, B):
         g.sh("tc qdisc del dev eth0 root 2>/dev/null; true")
@@ -447,7 +467,11 @@ def test_rmmod_with_packets_queued_is_clean(lab):
     assert st["held"] == 0 and st["aborted"] > 0, st
     B.sh("ip link set eth0 up")
     for g in lab.guests:
-        g.sh("tc qdisc del dev eth0 root 2>/dev/null; true; rmmod flexplane")
+        # a qdisc holds a reference to the module: rmmod is refused while one is attached
+        out = g.sh("rmmod flexplane 2>&1; echo rc=$?")
+        assert not out.endswith("rc=0") and "flexplane" in g.sh("lsmod"), out
+        assert "qdisc flexplane" in g.sh("tc qdisc show dev eth0")
+        g.sh("tc qdisc del dev eth0 root; rmmod flexplane")
         assert "flexplane" not in g.sh("lsmod")
         g.sh("killall iperf3 ping 2>/dev/null; true")
 
