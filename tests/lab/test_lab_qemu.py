@@ -3,8 +3,10 @@ QEMU/TCG VMs (Debian's kernel, the flexplane qdisc on eth0), two DCTCP
 senders -> one receiver for a few seconds through the DCTCP switch with a
 low K. The flows complete and carry data; every request the qdiscs made was
 answered (verdicts == requests, on both sides, nothing left pending, no
-fallback); CE marks were given by the emulator, applied by the senders'
-qdiscs and seen by the receiver's TCP; nothing is left behind.
+fallback); every segment held left with its fate (held == released + marked
++ dropped, in segments); nothing the guests send is malformed; CE marks
+were given by the emulator, applied by the senders' qdiscs and seen by the
+receiver's TCP; nothing is left behind.
 
 Three VMs, not two: a single sender's bottleneck is its own emulated NIC
 queue (DropTail, lab.md), so only two senders build a queue at the DCTCP
@@ -60,6 +62,15 @@ def test_qemu_dctcp_bulk_end_to_end(tmp_path, lab_bins, prefix):
     # verdicts == requests: the emulator answered every request the qdiscs made, once.
     assert e["verdicts"] == e["requests"] == ep["verdicts"] == ep["requests_submitted"] > 100, (e, ep)
     assert e["pending_at_exit"] == 0 and ep["timeout_accepted"] == ep["timeout_dropped"] == 0
+    # Like with like (docs/lab.md): every segment the qdiscs held left with its fate, in the
+    # same unit (segments; with TSO on, an skb holds several); held == released + marked + dropped.
+    assert ep["packets_held"] == ep["packets_released"] + ep["packets_marked"] + ep["packets_dropped"], ep
+    for h in range(3):
+        c = _counters(run / "endpoints" / f"h{h}" / "endpoint_counters.csv")
+        assert c["packets_held"] == c["packets_released"] + c["packets_marked"] + c["packets_dropped"], (h, c)
+        assert c["packets_held"] == c["qdisc_segs_managed"] >= c["qdisc_pkts_managed"], (h, c)
+    # The guests' IPv6 ND / MLD frames reach the emulator's segment: link control, not malformed.
+    assert e["malformed"] == 0 and ep["malformed"] == 0, (e, ep)
     # CE marks with K = 4: given by the emulator, applied by the senders' qdiscs, seen by the receiver.
     assert e["marks"] > 0 and ep["packets_marked"] > 0, (e, ep)
     assert sum(_counters(run / "endpoints" / f"h{h}" / "endpoint_counters.csv")["qdisc_verdict_mark"]

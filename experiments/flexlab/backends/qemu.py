@@ -110,16 +110,25 @@ class GuestPopen:
         return self.returncode
 
 
-# The netns endpoint's counter names (analysis.run_metrics) from the qdisc's.
+# The netns endpoint's counter names (analysis.run_metrics) from the qdisc's,
+# like with like (docs/lab.md, "The qemu backend"). The NFQUEUE endpoint
+# counts segments: packets on the wire, one verdict path each; the qdisc
+# counts an skb (`pkts_managed`, a GSO packet once) and its segments
+# (`segs_managed`), and its fates (`released`, `marked`, `dropped`,
+# `fallback_*`) in segments. So packets_held is segs_managed; `released`
+# includes the `marked` segments, which the NFQUEUE endpoint counts apart.
+# Then packets_held = released + marked + dropped + timeout_* once nothing is
+# held (the lab's invariant). `bypassed` stays in skbs (the qdisc counts
+# bypassed packets once each, as it sees them).
 def _endpoint_counters(q: dict) -> dict[str, int]:
     x = {k: v for k, v in q.items() if isinstance(v, int) and not isinstance(v, bool)}
     g = x.get
     return {
-        "packets_held": g("pkts_managed", 0),
+        "packets_held": g("segs_managed", 0),
         "requests": g("requests", 0),
         "requests_submitted": g("requests", 0) - g("aborted", 0),
         "verdicts": g("verdicts", 0),
-        "packets_released": g("released", 0),
+        "packets_released": g("released", 0) - g("marked", 0),
         "packets_marked": g("marked", 0),
         "packets_dropped": g("dropped", 0),
         "timeout_accepted": g("fallback_released", 0) + g("fallback_unmanaged", 0),
