@@ -1,8 +1,9 @@
 """Command line of the lab (docs/lab.md):
 
     scripts/lab run FILE [--out DIR] [--variant V]... [--bin-dir DIR] [--prefix P] [--keep-going]
-    scripts/lab check FILE [--bin-dir DIR]
-    scripts/lab cleanup [--prefix P]
+                         [--backend B] [--inventory INV]
+    scripts/lab check FILE [--bin-dir DIR] [--backend B] [--inventory INV]
+    scripts/lab cleanup [--prefix P] [--inventory INV]
     scripts/lab plot DIR
     scripts/lab schema
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from flexlab.backends import BACKENDS
 from flexlab.errors import Interrupted, LabError, SpecError
+from flexlab.inventory import load_inventory
 from flexlab.names import check_prefix, printable
 from flexlab.spec import describe_schema, load_experiment
 
@@ -39,11 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--prefix", default=f"fplab{os.getpid() % 100000}",
                    help="name prefix of every namespace this run creates (default fplab<pid>)")
     r.add_argument("--keep-going", action="store_true", help="run the remaining runs after a failed one")
-    c = sub.add_parser("check", help="validate an experiment file (and each variant with the emulator) and exit")
+    c = sub.add_parser("check", help="validate an experiment file (and each variant with the emulator) and exit; "
+                       "with --inventory, also every host over SSH")
     c.add_argument("file")
     c.add_argument("--bin-dir", default=str(REPO / "build"))
+    for x in (r, c):
+        x.add_argument("--backend", choices=sorted(BACKENDS), help="run every variant on this backend "
+                       "(instead of the file's backend:)")
+        x.add_argument("--inventory", help="backend hosts: the machines (YAML, docs/lab.md 'Backend hosts')")
     k = sub.add_parser("cleanup", help="remove leftovers of killed runs: namespaces (and their processes) by prefix")
     k.add_argument("--prefix", default="fplab", help="name prefix (default fplab: every lab run's)")
+    k.add_argument("--inventory", help="also remove the run folders, programs and qdiscs a killed run left on "
+                   "these hosts (backend hosts)")
     p = sub.add_parser("plot", help="(re)draw the plots of a results folder")
     p.add_argument("dir")
     sub.add_parser("schema", help="print every experiment-file field with its default")
@@ -67,9 +76,13 @@ def _command(a: argparse.Namespace) -> int:
         return 0
     if a.cmd == "cleanup":
         check_prefix(a.prefix)
+        inv = load_inventory(a.inventory) if a.inventory else None
         removed = []
         for b in BACKENDS.values():
             removed += b.cleanup(a.prefix)
+        if inv is not None:
+            from flexlab.backends.hosts import HostsBackend
+            removed += HostsBackend.cleanup_remote(a.prefix, inv)
         print("\n".join(f"removed {x}" for x in removed) if removed else f"nothing left with prefix '{a.prefix}'")
         return 0
     if a.cmd == "plot":
@@ -78,19 +91,24 @@ def _command(a: argparse.Namespace) -> int:
         return subprocess.call([sys.executable, str(REPO / "plots" / "plot_lab.py"), a.dir])
     if a.cmd == "run":
         check_prefix(a.prefix)
-    exp = load_experiment(a.file)
+    exp = load_experiment(a.file, a.backend)
+    inv = load_inventory(a.inventory) if a.inventory is not None else None
     from flexlab.validation import plan_run, validate  # one validation path for check and run
     if a.cmd == "check":
-        hosts = validate(exp, Path(a.bin_dir))
+        hosts = validate(exp, Path(a.bin_dir), inv)
         for v in exp.variants:
             w = v.config["workload"]
             print(f"ok: {printable(exp.path)} variant {v.name}: {hosts[v.name]} hosts, "
                   f"backend {v.config['backend']}, workload {w['kind']} for {v.config['duration_s']:g} s, "
                   f"{v.config['repetitions']} repetition(s)")
+        if inv is not None:
+            from flexlab.backends.hosts import HostsBackend
+            for line in HostsBackend.probe(inv, max(hosts.values())):
+                print(f"ok: {printable(line)}")
         return 0
-    runs, hosts, out = plan_run(exp, Path(a.bin_dir), a.out, a.variant)
+    runs, hosts, out = plan_run(exp, Path(a.bin_dir), a.out, a.variant, inv)
     from flexlab.runner import Runner
-    return Runner(exp, out, Path(a.bin_dir), a.prefix, runs, hosts, a.keep_going).run()
+    return Runner(exp, out, Path(a.bin_dir), a.prefix, runs, hosts, a.keep_going, inv).run()
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def log(msg: str) -> None:
 
 class Runner:
     def __init__(self, exp: Experiment, out: OutFolder, bin_dir: Path, prefix: str, runs: list[RunSpec],
-                 hosts: dict[str, int], keep_going: bool = False) -> None:
+                 hosts: dict[str, int], keep_going: bool = False, inventory=None) -> None:
         self.exp = exp
         self.folder = out
         self.out = out.path
@@ -90,6 +90,7 @@ class Runner:
         self.runs = runs
         self.hosts = hosts
         self.keep_going = keep_going
+        self.inventory = inventory  # flexlab.inventory.Inventory (backend hosts)
         self.signals = Signals()
 
     def run(self) -> int:
@@ -152,18 +153,25 @@ class Runner:
         c = spec.variant.config
         run_dir = self.folder.run_dir(spec)
         emu_cfg = run_dir / "emulator.yaml"
-        write_config(emulator_config(c, spec.seed, hosts, self.exp.path), emu_cfg)
         procs = Processes(lambda: self.signals.received is not None)
         backend: Backend = backend_class(c["backend"])(self.prefix, procs)
         settings = LabSettings(hosts=hosts, ecn=c["transport"]["ecn"], hold_ms=c["lab"]["hold_ms"],
                                fallback=c["lab"]["fallback"], bypass=c["lab"]["bypass"], window=c["lab"]["window"],
                                bin_dir=self.bin, scratch=scratch, ipv6=c["lab"]["ipv6"],
-                               cc=c["transport"]["cc"], qemu=c["qemu"])
+                               cc=c["transport"]["cc"], qemu=c["qemu"], inventory=self.inventory)
+        emu_ip, host_ips = backend.addresses(settings)
+        cfg = emulator_config(c, spec.seed, hosts, self.exp.path)
+        cfg["live"]["emulator_ip"], cfg["live"]["endpoint_ips"] = emu_ip, host_ips
+        write_config(cfg, emu_cfg)
         meta: dict[str, Any] = {"variant": spec.variant.name, "repetition": spec.repetition, "seed": spec.seed,
                                 "order": order, "hosts": hosts, "backend": c["backend"], "prefix": self.prefix,
                                 "experiment_file": str(self.exp.path.resolve()),
                                 "experiment_dir": str(self.exp.path.resolve().parent),
                                 "git_commit": _git_commit(), "config": c}
+        if self.inventory is not None and c["backend"] == "hosts":
+            meta["inventory"] = {"file": str(self.inventory.path.resolve()), "emulator_ip": emu_ip,
+                                 "hosts": [{"address": h.address, "interface": h.interface, "ip": ip}
+                                           for h, ip in zip(self.inventory.hosts, host_ips)]}
         try:
             backend.up(settings)
             t_emu = time.time()
@@ -177,7 +185,7 @@ class Runner:
             meta["engine_threads_realtime"] = _realtime_engine(emu.popen.pid, c["emulator"]["realtime_priority"])
             backend.start_endpoints(emu_cfg, run_dir / "endpoints", settings)
             hints = {h: backend.hints_path(settings, h) for h in range(hosts)}
-            cmds = commands(c, spec.seed, self.bin, run_dir / "workload", hints)
+            cmds = commands(c, spec.seed, self.bin, run_dir / "workload", hints, host_ips)
             (run_dir / "workload").mkdir(exist_ok=True)
             servers = [backend.run_on_host(x.host, f"server h{x.host}", x.argv, run_dir / "workload" / f"h{x.host}.server.log")
                        for x in cmds if x.role == "server"]

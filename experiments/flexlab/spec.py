@@ -110,7 +110,8 @@ def _path_check(v: str) -> str | None:
 
 SCHEMA: dict[str, Any] = {
     "description": F(str, "", "free text"),
-    "backend": F(str, "netns", "where endpoints run", choices=("netns", "qemu")),
+    "backend": F(str, "netns", "where endpoints run (hosts: real machines listed by --inventory)",
+                 choices=("netns", "qemu", "hosts")),
     "topology": F(dict, REQUIRED, "the emulated network's topology (docs/config.md), passed to the emulator"),
     "network": {
         "link_rate_gbps": F(float, REQUIRED, "emulated rate of every link", lo=1e-4, hi=100),
@@ -382,14 +383,19 @@ def _check_transport(c: dict, where: str) -> None:
                         f"(choose {', '.join(NETNS_CC)}){hint}")
     if c["backend"] == "qemu" and cc not in QEMU_CC:
         raise SpecError(f"{where}transport.cc: '{cc}' is not available on backend qemu (choose {', '.join(QEMU_CC)})")
-    if c["backend"] == "qemu":
+    if c["backend"] == "hosts" and cc not in QEMU_CC:
+        raise SpecError(f"{where}transport.cc: '{cc}' is not supported on backend hosts (choose {', '.join(QEMU_CC)})")
+    if c["backend"] in ("qemu", "hosts"):
         # The flexplane qdisc manages IPv4 and IPv6 to endpoint addresses and
-        # knows no per-port bypass list; the lab's IPv6 addressing is netns's.
+        # knows no per-rule bypass list (hosts: the inventory's
+        # management_ports); the lab's IPv6 addressing is netns's.
+        b = c["backend"]
         if c["lab"]["bypass"]:
-            raise SpecError(f"{where}lab.bypass: not supported on backend qemu (the qdisc holds every packet "
-                            "to an endpoint address)")
+            raise SpecError(f"{where}lab.bypass: not supported on backend {b} (the qdisc holds every packet "
+                            "to an endpoint address" + ("; ports it never holds: the inventory's management_ports)"
+                                                        if b == "hosts" else ")"))
         if c["lab"]["ipv6"]:
-            raise SpecError(f"{where}lab.ipv6: not supported on backend qemu yet (hosts are IPv4 only)")
+            raise SpecError(f"{where}lab.ipv6: not supported on backend {b} yet (hosts are IPv4 only)")
     win = c["lab"]["window"]
     if win & (win - 1):
         raise SpecError(f"{where}lab.window: {win} is not a power of two")
@@ -443,8 +449,9 @@ def _read_text(path: Path) -> str:
     return text.removeprefix("\ufeff")
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    """Reads and validates an experiment file; raises SpecError naming the field."""
+def load_experiment(path: str | Path, backend: str | None = None) -> Experiment:
+    """Reads and validates an experiment file; raises SpecError naming the
+    field. `backend` (--backend) replaces every variant's backend."""
     path = Path(path)
     text = _read_text(path)
     try:
@@ -472,6 +479,8 @@ def load_experiment(path: str | Path) -> Experiment:
             over = over or {}
             _check_unknown_keys(over, SCHEMA, f"variants.{name}")
             merged = deep_merge(base_raw, over)
+            if backend is not None:
+                merged["backend"] = backend
             where = f"variant '{name}': " if len(variants_raw) > 1 or name != "default" else ""
             try:
                 config = _validate(merged, {k: v for k, v in SCHEMA.items() if k != "variants"}, "")

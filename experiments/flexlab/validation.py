@@ -19,6 +19,7 @@ from pathlib import Path
 from flexlab.backends import backend_class
 from flexlab.emuconfig import check_config, emulator_config, write_config
 from flexlab.errors import SpecError
+from flexlab.inventory import Inventory, check_inventory_for
 from flexlab.outdir import OutFolder
 from flexlab.spec import Experiment, RunSpec, _check_workload
 
@@ -36,10 +37,18 @@ def check_binaries(bin_dir: Path) -> None:
             raise SpecError(f"{p}: not an executable file (--bin-dir)")
 
 
-def validate(exp: Experiment, bin_dir: Path) -> dict[str, int]:
+def validate(exp: Experiment, bin_dir: Path, inventory: Inventory | None = None) -> dict[str, int]:
     """Checks every variant with the emulator and the workload's hosts
-    against the topology; returns the number of hosts per variant."""
+    against the topology (and, backend hosts, the inventory's hosts);
+    returns the number of hosts per variant."""
     check_binaries(bin_dir)
+    uses = [v.name for v in exp.variants if v.config["backend"] == "hosts"]
+    if uses and inventory is None:
+        raise SpecError(f"--inventory: required for backend hosts (variant '{uses[0]}' of {exp.path}): "
+                        "the machines to run on (docs/lab.md, 'Backend hosts')")
+    if inventory is not None and not uses:
+        raise SpecError(f"--inventory {inventory.path}: no variant of {exp.path} uses backend hosts "
+                        "(backend: hosts in the file, or --backend hosts)")
     hosts = {}
     with tempfile.TemporaryDirectory(prefix="flexlab-check-") as scratch:
         for v in exp.variants:
@@ -57,6 +66,8 @@ def validate(exp: Experiment, bin_dir: Path) -> dict[str, int]:
                 _check_workload(v.config, "", n)
             except SpecError as e:
                 raise SpecError(f"{where}{e}") from None
+            if v.config["backend"] == "hosts":
+                check_inventory_for(inventory, n, where)
             hosts[v.name] = n
     return hosts
 
@@ -70,8 +81,8 @@ def select_runs(exp: Experiment, only: list[str] | None) -> list[RunSpec]:
     return exp.runs(only)
 
 
-def plan_run(exp: Experiment, bin_dir: Path, out: str | None, only: list[str] | None
-             ) -> tuple[list[RunSpec], dict[str, int], OutFolder]:
+def plan_run(exp: Experiment, bin_dir: Path, out: str | None, only: list[str] | None,
+             inventory: Inventory | None = None) -> tuple[list[RunSpec], dict[str, int], OutFolder]:
     """Everything `lab run` checks before it creates anything."""
     runs = select_runs(exp, only)
     if out is None:
@@ -80,5 +91,5 @@ def plan_run(exp: Experiment, bin_dir: Path, out: str | None, only: list[str] | 
         folder = OutFolder.check(str(exp.output_dir), label, runs)
     else:
         folder = OutFolder.check(out, f"--out '{out}'", runs)
-    hosts = validate(exp, bin_dir)
+    hosts = validate(exp, bin_dir, inventory)
     return runs, hosts, folder

@@ -44,7 +44,9 @@ def receivers(c: dict) -> list[int]:
     return [w["receiver"] if w["kind"] == "bulk" else w["client"]]
 
 
-def commands(c: dict, seed: int, bin_dir: Path, out_dir: Path, hints: dict[int, str]) -> list[HostCommand]:
+def commands(c: dict, seed: int, bin_dir: Path, out_dir: Path, hints: dict[int, str],
+             addresses: list[str] | None = None) -> list[HostCommand]:
+    """The workload's programs; `addresses`: the hosts' (default host_ip(i))."""
     w = c["workload"]
     prog = str(bin_dir / "flexplane-workload")
     cc = c["transport"]["cc"]
@@ -60,7 +62,8 @@ def commands(c: dict, seed: int, bin_dir: Path, out_dir: Path, hints: dict[int, 
         if dscps:  # SYN-ACKs in the highest class used (a response's class is known only once asked)
             argv += ["--syn-dscp", str(max(dscps))]
         out.append(HostCommand(h, "server", argv))
-    addrs = ",".join(f"{host_ip(h)}:{SERVER_PORT}" for h in servers)
+    ip = (lambda h: addresses[h]) if addresses else host_ip
+    addrs = ",".join(f"{ip(h)}:{SERVER_PORT}" for h in servers)
     common = ["--servers", addrs, "--cc", cc, "--duration-s", f"{duration:g}"]
     if kind == "rpc":
         for k, h in enumerate(w["clients"]):

@@ -3,7 +3,10 @@
 # busybox, the host's ip / tc / iperf3 with their libraries, the tc plugin,
 # fp_rr, the guest kernel's modules the tests need (with dependencies, from
 # the unpacked linux-image deb), flexplane.ko, and any further programs named
-# (the lab's flexplane-workload: docs/lab.md, backend qemu) into /sbin.
+# (the lab's flexplane-workload: docs/lab.md, backend qemu) into /sbin; and
+# the host's dropbear SSH server with a root account (key login only), which
+# guest/init starts only when the kernel command line asks (fp.ssh=1: the
+# lab's hosts backend tests, docs/lab.md "Backend hosts").
 #   build_initramfs.sh OUT.cpio.gz KERNEL_ROOT KMOD_BUILD_DIR [PROGRAM...]
 # KERNEL_ROOT: the linux-image deb unpacked (fetch_kernel.sh); KMOD_BUILD_DIR:
 # where `make kmod` put flexplane.ko, q_flexplane.so and fp_rr.
@@ -16,7 +19,7 @@ MDIR=$KROOT/lib/modules/$KVER
 [ -d "$MDIR" ] || { echo "build_initramfs: $MDIR missing (kernel $KVER not unpacked)" >&2; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/fpk-initramfs.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-mkdir -p "$W"/{bin,sbin,usr/bin,etc,proc,sys,dev,tmp,run,var/run,fp} \
+mkdir -p "$W"/{bin,sbin,usr/bin,etc,proc,sys,dev,tmp,run,var/run,fp,root,etc/dropbear} \
          "$W/lib/modules/$KVER/extra" "$W/usr/lib/x86_64-linux-gnu/tc"
 cp /bin/busybox "$W/bin/busybox"
 for a in $("$W/bin/busybox" --list); do
@@ -28,7 +31,16 @@ copy_bin() {  # a host binary and the shared libraries it needs
     mkdir -p "$W$(dirname "$l")"; cp -L "$l" "$W$l"
   done
 }
-for b in ip tc ss iperf3 "$@"; do copy_bin "$b"; done
+for b in dropbear dropbearkey; do
+  command -v $b > /dev/null || { echo "build_initramfs: $b not found (apt-get install dropbear-bin)" >&2; exit 1; }
+done
+for b in ip tc ss iperf3 dropbear dropbearkey "$@"; do copy_bin "$b"; done
+# root's account for dropbear (no password: key login only, -s); its shell is
+# busybox sh, which runs its own ip/tc applets first: SSH users call /sbin/tc.
+echo 'root:x:0:0:root:/root:/bin/sh' > "$W/etc/passwd"
+echo 'root:x:0:' > "$W/etc/group"
+echo '/bin/sh' > "$W/etc/shells"
+chmod 700 "$W/root"
 cp "$KB/q_flexplane.so" "$W/usr/lib/x86_64-linux-gnu/tc/"
 cp "$KB/fp_rr" "$W/sbin/"
 declare -A seen

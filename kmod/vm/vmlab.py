@@ -12,11 +12,18 @@ gets 10.77.0.(10+i)/24 and fd77::(10+i)/64 on eth0, and is driven through a
 virtio serial port (guest/agent.sh): Guest.sh() runs a shell command there.
 The emulator (flexplane-emulator live) plays 10.77.0.2 on <prefix>e.
 
+With Lab(ssh_pubkey=...) the VMs also run an SSH server (dropbear, root
+login with that key only: guest/init) and br0 gets the management address
+MGMT_IP, so `ip netns exec <prefix> ssh root@10.77.0.(10+i)` reaches VM i:
+the lab's hosts backend drives such VMs exactly as it drives real servers
+(docs/lab.md, "Backend hosts").
+
 Everything started is recorded in <workdir>/lab.pids and torn down by
 Lab.down() (also after failures; kill_leftovers() for a crashed harness).
 """
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import os
@@ -28,6 +35,7 @@ import time
 from pathlib import Path
 
 EMULATOR_IP = "10.77.0.2"
+MGMT_IP = "10.77.0.3"  # br0's address when the VMs run SSH (the runner's side)
 FIRST_IP = 10
 KERNEL_DEBUG = ("slub_debug=FZPU page_poison=1 init_on_alloc=1 init_on_free=1 "
                 "softlockup_panic=0 hung_task_panic=0")
@@ -52,6 +60,26 @@ class GuestError(RuntimeError):
     pass
 
 
+def parse_netstat(text: str) -> dict[str, int]:
+    """/proc/net/netstat and snmp (header line + value line per group:
+    "TcpExt.TCPLostRetransmit") and snmp6 (name value lines) as one dict."""
+    vals: dict[str, int] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        a = lines[i].split()
+        if a and a[0].endswith(":") and i + 1 < len(lines):
+            b = lines[i + 1].split()
+            if b and b[0] == a[0] and all(x.lstrip("-").isdigit() for x in b[1:]):
+                vals.update({f"{a[0][:-1]}.{k}": int(v) for k, v in zip(a[1:], b[1:])})
+                i += 2
+                continue
+        if len(a) == 2 and a[1].lstrip("-").isdigit():
+            vals[a[0]] = int(a[1])
+        i += 1
+    return vals
+
+
 class Guest:
     """One VM: its QEMU process and its command channel."""
 
@@ -72,6 +100,9 @@ class Guest:
         debug = KERNEL_DEBUG if self.lab.debug else ""
         append = (f"console=ttyS0 panic=-1 quiet loglevel=4 {debug} "
                   f"fp.name={self.name} fp.ip={self.ip}/24 fp.ip6={self.ip6}/64")
+        if self.lab.ssh_pubkey:
+            key = base64.b64encode(self.lab.ssh_pubkey.strip().encode()).decode()
+            append += f" fp.ssh=1 fp.sshkey={key}"
         argv = ["ip", "netns", "exec", self.lab.ns, "qemu-system-x86_64", "-accel", "tcg", "-m", self.lab.mem,
                 "-smp", "1", "-kernel", str(self.lab.kernel), "-initrd", str(self.lab.initrd),
                 "-append", append, "-display", "none", "-monitor", "none",
@@ -153,21 +184,7 @@ class Guest:
     def netstat(self) -> dict[str, int]:
         """Counters of /proc/net/netstat and /proc/net/snmp ("TcpExt.TCPLostRetransmit",
         "IpExt.InCEPkts", "Tcp.RetransSegs") and /proc/net/snmp6 ("Ip6InCEPkts")."""
-        vals: dict[str, int] = {}
-        lines = self.sh("cat /proc/net/netstat /proc/net/snmp /proc/net/snmp6").splitlines()
-        i = 0
-        while i < len(lines):
-            a = lines[i].split()
-            if a and a[0].endswith(":") and i + 1 < len(lines):
-                b = lines[i + 1].split()
-                if b and b[0] == a[0] and all(x.lstrip("-").isdigit() for x in b[1:]):
-                    vals.update({f"{a[0][:-1]}.{k}": int(v) for k, v in zip(a[1:], b[1:])})
-                    i += 2
-                    continue
-            if len(a) == 2 and a[1].lstrip("-").isdigit():
-                vals[a[0]] = int(a[1])
-            i += 1
-        return vals
+        return parse_netstat(self.sh("cat /proc/net/netstat /proc/net/snmp /proc/net/snmp6"))
 
     def tail(self, n: int = 30) -> str:
         try:
@@ -273,9 +290,13 @@ def read_csv(path: Path) -> list[dict]:
 
 class Lab:
     def __init__(self, workdir: Path, kernel: Path, initrd: Path, emulator_bin: Path, n: int = 3,
-                 prefix: str | None = None, mem: str = "512M", debug: bool = True):
+                 prefix: str | None = None, mem: str = "512M", debug: bool = True,
+                 ssh_pubkey: str | None = None):
         """mem: each VM's memory; debug: boot with the kernel's memory-debugging
-        options (KERNEL_DEBUG; the lab's qemu backend runs without, for speed)."""
+        options (KERNEL_DEBUG; the lab's qemu backend runs without, for speed);
+        ssh_pubkey: an authorized_keys line: the VMs run dropbear (root, that
+        key only) and br0 gets MGMT_IP/24, the runner's side."""
+        self.ssh_pubkey = ssh_pubkey
         self.dir = Path(workdir)
         self.mem, self.debug = mem, debug
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -303,6 +324,8 @@ class Lab:
         for fam in ("iptables", "ip6tables", "arptables"):  # pure L2, even with br_netfilter loaded
             run(["ip", "netns", "exec", self.ns, "sysctl", "-qw", f"net.bridge.bridge-nf-call-{fam}=0"], check=False)
         run(ns + ["link", "set", "br0", "up"])
+        if self.ssh_pubkey:
+            run(ns + ["addr", "add", f"{MGMT_IP}/24", "dev", "br0"])
         run(ns + ["link", "add", self.emu_if, "type", "veth", "peer", "name", self.br_if])
         run(ns + ["link", "set", self.br_if, "master", "br0"])
         for dev in (self.br_if, self.emu_if):

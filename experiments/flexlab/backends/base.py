@@ -7,6 +7,7 @@ import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from flexlab.procs import Proc, Processes
 
@@ -85,6 +86,7 @@ class LabSettings:
     ipv6: bool = False     # hosts also get fd77::/64 addresses; their IPv6 packets are held too
     cc: str = "cubic"      # transport.cc: the hosts' default congestion control
     qemu: dict = field(default_factory=dict)  # the experiment's qemu section (backend qemu)
+    inventory: Any = None  # flexlab.inventory.Inventory (backend hosts: --inventory)
 
 
 class Backend(ABC):
@@ -107,6 +109,11 @@ class Backend(ABC):
     @abstractmethod
     def down(self) -> None:
         """Removes everything up() created; safe to call twice or after a failed up()."""
+
+    def addresses(self, s: LabSettings) -> tuple[str, list[str]]:
+        """The emulator's address and the hosts' (host i: 10.77.0.(10+i) unless
+        the backend's machines say otherwise: hosts, from the inventory)."""
+        return EMULATOR_IP, [host_ip(i) for i in range(s.hosts)]
 
     @abstractmethod
     def start_emulator(self, argv: list[str], eal: list[str], log: Path) -> Proc:

@@ -1,0 +1,351 @@
+"""The hosts backend: hosts are real machines reached over SSH, listed in an
+inventory (flexlab/inventory.py; docs/lab.md, "Backend hosts"). Host i of the
+experiment is the inventory's hosts[i], with the address first_host_ip + i on
+its interface; the emulator runs on the machine running scripts/lab and opens
+emulator.interface (DPDK af_packet), answering for emulator.ip.
+
+Per run, on every host (one SSH ControlMaster each, flexlab/backends/ssh.py):
+
+1. a run folder <remote_dir>/flexlab-<prefix> with a marker (lab.info); the
+   .debs copied in and installed (install: deb, once per invocation); the
+   endpoint checked: root, the interface and its address, `modprobe
+   flexplane`, tc's q_flexplane.so, the congestion control; tcp_ecn saved
+   (restored at the end) and set; flexplane-workload copied in;
+2. `tc qdisc add dev IF root flexplane emulator E endpoints H0 count N hold
+   H fallback F window W rto R bypass <management ports>` (the folder
+   records it: `qdisc`), then waits for state `managed`;
+3. the workload's programs run from the run folder: `ssh host 'echo $$ >
+   pid; exec PROGRAM ...'`, their output streamed into the local logs,
+   `cdf:` files copied in, --out files copied back when they exit, signals
+   sent with `kill`;
+4. the qdiscs' counters (tc -s -j) and /proc/net/netstat, snmp, snmp6 become
+   endpoints/h<i>/ as on the qemu backend (qemu._endpoint_counters);
+5. teardown (down(), on every exit path): the programs still running are
+   killed (by the pids in the folder, checked against their command line),
+   the qdisc is deleted (only a flexplane root qdisc this run added),
+   tcp_ecn restored, the run folder removed, the ControlMaster closed.
+   `lab cleanup --inventory FILE` does the same for the folders of a killed
+   runner (by prefix).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from flexlab.backends.base import Backend, LabSettings, remove_dpdk_runtime
+from flexlab.backends.qemu import _endpoint_counters
+from flexlab.backends.ssh import Ssh, start_remote
+from flexlab.errors import LabError
+from flexlab.inventory import Inventory
+from flexlab.procs import Proc, kill_pids
+from vmlab import parse_netstat
+
+# Finds the real tc and ip (busybox sh runs its own applets before PATH; a
+# non-root login may lack /usr/sbin in PATH).
+_FIND = ('for t in tc ip; do f=; for d in /usr/sbin /sbin /usr/bin /bin; do '
+         '[ -x $d/$t ] && [ ! -L $d/$t ] && { f=$d/$t; break; }; done; echo "$t=$f"; done')
+
+# Removes run folders named by the glob $1 (their programs, qdisc, sysctl):
+# teardown (one folder) and `lab cleanup` (by prefix). Prints each folder.
+CLEANUP = r'''
+for d in $1; do
+  [ -f "$d/lab.info" ] || continue
+  for sig in TERM KILL; do
+    for p in "$d"/*/pid; do
+      [ -f "$p" ] || continue; pid=$(cat "$p")
+      tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null | grep -qF "$d/" && kill -$sig $pid 2>/dev/null
+    done
+    [ $sig = TERM ] && sleep 0.3
+  done
+  if [ -f "$d/qdisc" ]; then
+    read -r dev tc < "$d/qdisc"
+    $tc qdisc show dev "$dev" root 2>/dev/null | grep -q "qdisc flexplane" && $tc qdisc del dev "$dev" root
+  fi
+  [ -f "$d/tcp_ecn" ] && cat "$d/tcp_ecn" > /proc/sys/net/ipv4/tcp_ecn
+  rm -rf "$d"
+  echo "$d"
+done
+'''
+
+
+class HostsBackend(Backend):
+    name = "hosts"
+    _installed: set[tuple[str, int]] = set()  # (address, port) where the .debs went in (once per process)
+
+    @classmethod
+    def problems(cls) -> list[str]:
+        out = []
+        if os.geteuid() != 0:
+            out.append("the hosts backend needs root here (the emulator's DPDK af_packet)")
+        if shutil.which("ssh") is None:
+            out.append("'ssh' not found (apt-get install openssh-client)")
+        return out
+
+    def __init__(self, prefix: str, procs) -> None:
+        super().__init__(prefix, procs)
+        self.inv: Inventory | None = None
+        self.ssh: list[Ssh] = []
+        self.tools: list[dict[str, str]] = []
+        self.n = 0
+        self.seq = 0
+
+    @property
+    def rdir(self) -> str:
+        assert self.inv is not None
+        return f"{self.inv.remote_dir}/flexlab-{self.prefix}"
+
+    # --- lifecycle ---
+    def up(self, s: LabSettings) -> None:
+        if s.inventory is None:
+            raise LabError("hosts: no inventory (--inventory FILE)")
+        self.inv, self.n = s.inventory, s.hosts
+        cdir = s.scratch / f"{self.prefix}-ssh"
+        cdir.mkdir(parents=True, exist_ok=True)
+        self.ssh = [Ssh(h, self.inv, cdir) for h in self.inv.hosts[:s.hosts]]
+        try:
+            for c in self.ssh:
+                c.connect()
+            for c in self.ssh:
+                c.wait_connected()
+            self.tools = [self._prepare(i, c, s) for i, c in enumerate(self.ssh)]
+        except BaseException:
+            self.down()
+            raise
+
+    def _prepare(self, i: int, c: Ssh, s: LabSettings) -> dict[str, str]:
+        assert self.inv is not None
+        d, h, ip = self.rdir, c.host, self.inv.host_ip(i)
+        if c.text("id -u", what="checking the user").strip() != "0":
+            raise LabError(f"hosts: {h.label}: commands do not run as root (user {h.user} needs sudo without a password)")
+        left = c.text(f"[ -e {d} ] && echo left || true").strip()
+        if left:
+            raise LabError(f"hosts: {h.label}: {d} exists (another run with prefix {self.prefix}, or a killed one: "
+                           f"scripts/lab cleanup --prefix {self.prefix} --inventory {self.inv.path})")
+        c.run(f"mkdir -p {d} && echo 'flexplane lab run {self.prefix} from {os.uname().nodename}' > {d}/lab.info",
+              what="creating the run folder")
+        if self.inv.install == "deb" and (h.address, h.port) not in self._installed:
+            self._install(c)
+        tools = dict(line.split("=", 1) for line in c.text(_FIND, what="finding tc and ip").split())
+        for t in ("tc", "ip"):
+            if not tools.get(t):
+                raise LabError(f"hosts: {h.label}: no '{t}' program (apt-get install iproute2)")
+        ipt = tools["ip"]
+        addrs = c.run(f"{ipt} -o -4 addr show dev {h.interface}", check=False, what="reading the addresses")
+        if addrs.returncode != 0:
+            raise LabError(f"hosts: {h.label}: interface '{h.interface}' (hosts[{i}].interface): "
+                           f"{addrs.stderr.decode(errors='replace').strip()}")
+        if f" {ip}/" not in addrs.stdout.decode():
+            have = [w for line in addrs.stdout.decode().splitlines() for w in line.split()[3:4]]
+            raise LabError(f"hosts: {h.label}: {h.interface} does not have the address {ip} (host {i} = "
+                           f"first_host_ip + {i}); it has: {', '.join(have) or 'none'}")
+        c.run("modprobe flexplane", what="loading the flexplane module (modprobe flexplane; install the "
+              "flexplane-dkms package, docs/deploy.md)")
+        root = c.text(f"{tools['tc']} qdisc show dev {h.interface} root", what="reading the root qdisc")
+        if "qdisc flexplane" in root:
+            raise LabError(f"hosts: {h.label}: {h.interface} already has a flexplane qdisc (another run? "
+                           f"scripts/lab cleanup --prefix P --inventory {self.inv.path})")
+        cc = s.cc
+        avail = c.text(f"modprobe tcp_{cc} 2>/dev/null; cat /proc/sys/net/ipv4/tcp_available_congestion_control")
+        if cc not in avail.split():
+            raise LabError(f"hosts: {h.label}: transport.cc '{cc}' is not available (it has {avail.strip()})")
+        c.run(f"cat /proc/sys/net/ipv4/tcp_ecn > {d}/tcp_ecn && echo {1 if s.ecn else 0} > /proc/sys/net/ipv4/tcp_ecn",
+              what="setting net.ipv4.tcp_ecn")
+        prog = s.bin_dir / "flexplane-workload"
+        c.put(prog.read_bytes(), f"{d}/flexplane-workload", "755")
+        return tools
+
+    def _install(self, c: Ssh) -> None:
+        """Copies the inventory's .debs in and installs them (apt-get, which
+        also pulls their dependencies: dkms builds the module)."""
+        assert self.inv is not None
+        d = self.rdir
+        for deb in self.inv.debs:
+            c.put(deb.read_bytes(), f"{d}/{deb.name}")
+        names = " ".join(f"./{shlex.quote(deb.name)}" for deb in self.inv.debs)
+        c.run(f"cd {d} && DEBIAN_FRONTEND=noninteractive apt-get install -y {names}", timeout=1200,
+              what="installing the endpoint packages (apt-get install)")
+        self._installed.add((c.host.address, c.host.port))
+
+    def down(self) -> None:
+        """Every host's run folder (programs, qdisc, tcp_ecn, files) and SSH
+        connection; each step bounded, each host attempted whatever the others did."""
+        for c in self.ssh:
+            try:
+                c.run(f"sh -c {shlex.quote(CLEANUP)} cleanup {shlex.quote(self.rdir)}", timeout=60, check=False,
+                      what="tearing down")
+            except LabError:
+                pass
+            finally:
+                c.close()
+        self.ssh = []
+        remove_dpdk_runtime(self.prefix)
+
+    # --- processes ---
+    def addresses(self, s: LabSettings) -> tuple[str, list[str]]:
+        assert s.inventory is not None
+        return s.inventory.emulator_ip, [s.inventory.host_ip(i) for i in range(s.hosts)]
+
+    def start_emulator(self, argv: list[str], eal: list[str], log: Path) -> Proc:
+        assert self.inv is not None
+        dev = [f"--vdev=net_af_packet0,iface={self.inv.emulator_interface}", f"--file-prefix={self.prefix}"]
+        return self.procs.start("emulator", argv + ["--rto-us", str(self.inv.rto_us), "--"] + eal + dev, log)
+
+    def _qdisc(self) -> list[dict]:
+        return [self._stats(i) for i in range(len(self.ssh))]
+
+    def _stats(self, i: int) -> dict:
+        c = self.ssh[i]
+        out = c.text(f"{self.tools[i]['tc']} -s -j qdisc show dev {c.host.interface} root", what="reading the qdisc")
+        for q in json.loads(out or "[]"):
+            if q.get("kind") == "flexplane":
+                return q
+        raise LabError(f"hosts: {c.host.label}: no flexplane qdisc on {c.host.interface}")
+
+    def start_endpoints(self, config: Path, out_dir: Path, s: LabSettings) -> list[Proc]:
+        assert self.inv is not None
+        inv = self.inv
+        ports = ",".join(map(str, inv.management_ports))
+        opts = (f"flexplane emulator {inv.emulator_ip} endpoints {inv.host_ip(0)} count {s.hosts} "
+                f"hold {max(1, round(s.hold_ms))}ms fallback {s.fallback} window {s.window} "
+                f"rto {inv.rto_us}us" + (f" bypass {ports}" if ports else ""))
+        for i, c in enumerate(self.ssh):
+            tc, dev = self.tools[i]["tc"], c.host.interface
+            p = c.run(f"echo {dev} {tc} > {self.rdir}/qdisc && {tc} qdisc add dev {dev} root {opts}", check=False,
+                      what="attaching the qdisc")
+            if p.returncode != 0:
+                err = (p.stderr or p.stdout).decode(errors="replace").strip()
+                hint = (" (tc has no q_flexplane.so: install the flexplane-tc package, docs/deploy.md)"
+                        if "Unknown qdisc" in err or "unparsable" in err else "")
+                raise LabError(f"hosts: {c.host.label}: tc qdisc add dev {dev} root {opts}: {err}{hint}")
+        deadline = time.monotonic() + 30
+        for i, c in enumerate(self.ssh):
+            while (st := self._stats(i)).get("state") != "managed":
+                self.procs.check_interrupt()
+                if time.monotonic() > deadline:
+                    raise LabError(f"endpoint h{i} ({c.host.label}): the qdisc has no session with the emulator "
+                                   f"at {inv.emulator_ip} after 30 s (state {st.get('state')})")
+                time.sleep(0.3)
+        return []
+
+    def stop_endpoints(self, out_dir: Path) -> None:
+        """Waits (bounded) until no qdisc holds a packet or owes a verdict,
+        then writes each host's counters as the qemu backend does."""
+        deadline = time.monotonic() + 15
+        while True:
+            stats = self._qdisc()
+            if all(x.get("held") == 0 and x.get("pending") == 0 for x in stats) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        for i, (c, st) in enumerate(zip(self.ssh, stats)):
+            d = out_dir / f"h{i}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "qdisc.json").write_text(json.dumps(st, indent=1))
+            net = parse_netstat(c.text("cat /proc/net/netstat /proc/net/snmp /proc/net/snmp6 2>/dev/null; true"))
+            for name, counters in (("endpoint_counters.csv", _endpoint_counters(st)), ("netstat.csv", net)):
+                with open(d / name, "w") as f:
+                    f.write("counter,value\n")
+                    for k, v in counters.items():
+                        f.write(f"{k},{v}\n")
+
+    def run_on_host(self, host: int, name: str, argv: list[str], log: Path) -> Proc:
+        """argv on host `host`, from its own folder in the run folder:
+        programs from bin_dir are the copies in the run folder, cdf: files
+        are copied in, --out files back when the program ends."""
+        c = self.ssh[host]
+        self.seq += 1
+        pdir = f"{self.rdir}/p{self.seq}"
+        rargv: list[str] = []
+        fetch: list[tuple[str, Path]] = []
+        c.run(f"mkdir -p {pdir}/out", what="creating a program folder")
+        it = iter(argv)
+        for a in it:
+            if not rargv and "/" in a:
+                a = f"{self.rdir}/{Path(a).name}"
+            elif a == "--out":
+                local = Path(next(it))
+                fetch.append((f"{pdir}/out", local.parent))
+                rargv += [a, f"{pdir}/out/{local.name}"]
+                continue
+            elif a.startswith("cdf:") and Path(a[4:]).is_file():
+                rpath = f"{pdir}/in-{Path(a[4:]).name}"
+                c.put(Path(a[4:]).read_bytes(), rpath)
+                a = f"cdf:{rpath}"
+            rargv.append(a)
+        return start_remote(self.procs, c, name, pdir, rargv, log, fetch)
+
+    @classmethod
+    def cleanup(cls, prefix: str) -> list[str]:
+        """Local leftovers of a killed run: its SSH ControlMasters (their
+        sockets are in the run's scratch folder, which netns cleanup removes)."""
+        mine = []
+        root = Path(tempfile.gettempdir())
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmd and cmd[0].endswith(b"ssh") and any(
+                    x.startswith(f"ControlPath={root}/flexlab-{prefix}".encode()) for x in cmd):
+                mine.append(int(pid))
+        kill_pids(mine)
+        return [f"ssh process {p}" for p in mine]
+
+    @classmethod
+    def probe(cls, inv: Inventory, n: int) -> list[str]:
+        """`lab check --inventory`: each of the first n hosts is reachable,
+        runs commands as root, has its interface with its address, the
+        module (modinfo) and tc's plugin; changes nothing. LabError naming
+        the first host that fails."""
+        out = []
+        for i, h in enumerate(inv.hosts[:n]):
+            c, ip = Ssh(h, inv, None), inv.host_ip(i)
+            script = (f"{_FIND}; echo uid=$(id -u); echo mod=$(modinfo -F vermagic flexplane 2>/dev/null | cut -d' ' -f1); "
+                      f"ls /usr/lib/*/tc/q_flexplane.so /usr/lib/tc/q_flexplane.so 2>/dev/null | sed 's/^/so=/'")
+            kv = {}
+            for line in c.text(script, timeout=inv.connect_timeout_s + 30, what="checking the host").splitlines():
+                k, _, v = line.partition("=")
+                kv.setdefault(k, v)
+            if kv.get("uid") != "0":
+                raise LabError(f"hosts: {h.label}: commands do not run as root (user {h.user} needs sudo "
+                               "without a password)")
+            if not kv.get("ip") or not kv.get("tc"):
+                raise LabError(f"hosts: {h.label}: no 'ip' or 'tc' program (apt-get install iproute2)")
+            a = c.run(f"{kv['ip']} -o -4 addr show dev {h.interface}", check=False, what="reading the addresses")
+            if a.returncode != 0 or f" {ip}/" not in a.stdout.decode():
+                raise LabError(f"hosts: {h.label}: interface {h.interface} (hosts[{i}].interface) does not have "
+                               f"the address {ip} (first_host_ip + {i}) "
+                               f"{a.stderr.decode(errors='replace').strip()}".rstrip())
+            if inv.install == "check":
+                if not kv.get("mod"):
+                    raise LabError(f"hosts: {h.label}: no flexplane module (modinfo flexplane): install the "
+                                   "flexplane-dkms package (docs/deploy.md) or set install: deb")
+                if not kv.get("so"):
+                    raise LabError(f"hosts: {h.label}: no q_flexplane.so where tc looks (/usr/lib/*/tc): install "
+                                   "the flexplane-tc package (docs/deploy.md) or set install: deb")
+            out.append(f"{h.label}: reachable, root, {h.interface} has {ip}" +
+                       (f", module {kv['mod']}, {kv['so']}" if kv.get("mod") and kv.get("so") else
+                        ", packages to be installed (install: deb)"))
+        return out
+
+    @classmethod
+    def cleanup_remote(cls, prefix: str, inv: Inventory) -> list[str]:
+        """`lab cleanup --inventory`: every host's run folders of this prefix
+        (programs, qdisc, tcp_ecn, files); unreachable hosts are reported."""
+        removed = []
+        for h in inv.hosts:
+            c = Ssh(h, inv, None)
+            try:
+                pattern = shlex.quote(f"{inv.remote_dir}/flexlab-{prefix}*")
+                p = c.run(f"sh -c {shlex.quote(CLEANUP)} cleanup {pattern}",
+                          timeout=60, what="cleaning up")
+                removed += [f"{h.label}: {line}" for line in p.stdout.decode(errors="replace").split()]
+            except LabError as e:
+                removed.append(f"{h.label}: NOT cleaned: {e}")
+        return removed
