@@ -61,6 +61,18 @@ def test_dkms_builds_and_installs_the_module_on_install(dkms_installed, kver):
     assert f"/lib/modules/{kver}/updates/dkms/flexplane.ko" in show
 
 
+def test_a_kernel_install_rebuilds_the_module(dkms_installed, kver):
+    """AUTOINSTALL: what a kernel (or headers) package runs on install,
+    /etc/kernel/postinst.d/dkms KVER, builds and installs the module again."""
+    ko = Path("/lib/modules") / kver / "updates/dkms/flexplane.ko"
+    run(["dkms", "unbuild", "-m", "flexplane", "-v", version(), "-k", kver])
+    assert not ko.exists()
+    assert f"flexplane/{version()}: added" in run(["dkms", "status", "flexplane"]).stdout
+    out = run(["/etc/kernel/postinst.d/dkms", kver]).stdout
+    assert ko.is_file(), out
+    assert f"flexplane/{version()}, {kver}, x86_64: installed" in run(["dkms", "status", "flexplane"]).stdout
+
+
 def test_modprobe_resolves_udp_tunnel_against_the_kernels_modules(dkms_installed, kver, tmp_path):
     """This host has the 6.1 headers but not the image's modules; resolve the
     installed module's dependencies against the real linux-image's modules."""
