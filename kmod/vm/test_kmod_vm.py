@@ -145,7 +145,9 @@ def dctcp(lab):
     for g in lab.guests:
         g.sh(f"tc qdisc change dev eth0 root flexplane hold {MANAGED_HOLD}")
     iperf_start(A, "dctcp_a", vm_ip(2), 5201, "-t 10 -P 2")
-    B.sh("ip -6 neigh flush dev eth0")  # vm1 solicits vm2's address again: ND on the emulator's segment
+    # ND on the emulator's segment: vm1 solicits vm2's address again, and an
+    # address nobody has (its solicitations reach every bridge port)
+    B.sh("ip -6 neigh flush dev eth0; iperf3 -c fd77::99 -t 1 > /dev/null 2>&1 &")
     iperf_start(B, "dctcp_b", vm_ip6(2), 5202, "-t 10 -P 2")
     ja, jb = iperf_result(A, "dctcp_a"), iperf_result(B, "dctcp_b")
     after = quiesce(lab)
@@ -171,10 +173,10 @@ def test_dctcp_module_counters_match_emulator_records(dctcp):
 
 
 def test_ipv6_nd_and_mld_are_control_traffic_not_malformed(dctcp):
-    """vm1 re-solicits vm2's IPv6 address before its flows: the qdisc never
-    holds the ND frames (bypass_ctrl), and the emulator, which sees them on
-    its segment (multicast), counts them as link control (rx_drop_ipv6_ctrl,
-    not malformed) as it does ARP that is not for it."""
+    """vm1 re-solicits vm2's IPv6 address before its flows, and solicits one
+    nobody has: the qdisc never holds the ND frames (bypass_ctrl), and the
+    emulator, which sees them on its segment (multicast), counts them as link
+    control (rx_drop_ipv6_ctrl, not malformed) as it does ARP not for it."""
     comm = {r["counter"]: int(r["value"]) for r in read_csv(dctcp["out"] / "comm_counters.csv")}
     assert comm["malformed"] == 0, {k: v for k, v in comm.items() if k.startswith("rx_drop_") and v}
     assert comm["rx_drop_ipv6_ctrl"] > 0, comm
