@@ -3,9 +3,10 @@ machines an experiment runs on, reached over SSH, and where the emulator runs.
 
     # flexplane lab inventory
     emulator:
-      machine: local          # the machine running scripts/lab (the only kind supported yet)
+      machine: local          # the machine running scripts/lab, or {address, user, key, port} (SSH)
       interface: eth1         # the NIC the emulator opens (DPDK af_packet)
       ip: 10.77.0.2           # the emulator's address on the experiment network
+      bin: ""                 # remote machine: its flexplane-emulator (default: --bin-dir's, copied in)
     first_host_ip: 10.77.0.10 # host i has first_host_ip + i on its interface (the qdisc's `endpoints`)
     management_ports: [22]    # TCP/UDP ports the qdisc never holds (its `bypass`; at most 8)
     install: check            # check: the endpoint must be installed; deb: install `debs` first
@@ -68,6 +69,8 @@ class Inventory:
     hosts: list[SshHost]
     emulator_interface: str
     emulator_ip: str
+    emulator_machine: SshHost | None  # None: local
+    emulator_bin: str                 # remote: the emulator's path there ('' = copied from --bin-dir)
     first_host_ip: str
     management_ports: list[int]
     install: str
@@ -169,16 +172,26 @@ def load_inventory(path: str | Path) -> Inventory:
     except yaml.YAMLError as e:
         raise SpecError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     raw = _keys(path, "inventory", raw, TOP_KEYS)
-    emu = _keys(path, "emulator", raw.get("emulator"), ("machine", "interface", "ip"))
-    machine = emu.get("machine", "local")
-    if machine != "local":
-        raise _err(path, "emulator.machine", f"{machine!r}: only 'local' is supported (the emulator runs on "
-                   "the machine running scripts/lab, on emulator.interface)")
+    emu = _keys(path, "emulator", raw.get("emulator"), ("machine", "interface", "ip", "bin"))
     if "interface" not in emu:
         raise _err(path, "emulator.interface", "required (the NIC the emulator opens, DPDK af_packet)")
     defaults = _keys(path, "defaults", raw.get("defaults") or {}, HOST_KEYS)
     if "address" in defaults:
         raise _err(path, "defaults.address", "every host has its own address")
+    machine_raw = emu.get("machine", "local")
+    machine = None
+    if isinstance(machine_raw, dict):
+        if "interface" in machine_raw:
+            raise _err(path, "emulator.machine.interface", "the emulator's NIC is emulator.interface")
+        machine = _host(path, "emulator.machine", machine_raw, {k: v for k, v in defaults.items()
+                                                                  if k != "interface"}, "emulator", False)
+    elif machine_raw != "local":
+        raise _err(path, "emulator.machine", f"{machine_raw!r}: expected 'local' (the machine running scripts/lab) "
+                   "or a mapping {address, user, key, port} (reached by SSH)")
+    ebin = emu.get("bin") or ""
+    if ebin and (machine is None or not isinstance(ebin, str) or not REMOTE_DIR.fullmatch(ebin)):
+        raise _err(path, "emulator.bin", f"{ebin!r}: " + ("only for a remote emulator.machine" if machine is None
+                                                          else "expected an absolute path"))
     hosts_raw = raw.get("hosts")
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise _err(path, "hosts", "required: a list of hosts (host i of the experiment is hosts[i])")
@@ -228,6 +241,7 @@ def load_inventory(path: str | Path) -> Inventory:
         emulator_interface=_str(path, "emulator.interface", emu["interface"], IFACE,
                                 "expected an interface name (at most 15 characters)"),
         emulator_ip=_ipv4(path, "emulator.ip", emu.get("ip", "10.77.0.2")),
+        emulator_machine=machine, emulator_bin=ebin,
         first_host_ip=_ipv4(path, "first_host_ip", raw.get("first_host_ip", "10.77.0.10")),
         management_ports=ports, install=install, debs=debs, remote_dir=remote_dir.rstrip("/") or "/",
         known_hosts=known_hosts, strict_host_keys=strict,

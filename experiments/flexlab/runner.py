@@ -182,7 +182,9 @@ class Runner:
                 self._eal(c), run_dir / "emulator.log")
             procs.wait_for(emu, r"listening on", 30, "'listening on'")
             t_emu = (t_emu + time.time()) / 2
-            meta["engine_threads_realtime"] = _realtime_engine(emu.popen.pid, c["emulator"]["realtime_priority"])
+            rt = backend.realtime_engine(emu, c["emulator"]["realtime_priority"])
+            meta["engine_threads_realtime"] = (rt if rt is not None else
+                                               _realtime_engine(emu.popen.pid, c["emulator"]["realtime_priority"]))
             backend.start_endpoints(emu_cfg, run_dir / "endpoints", settings)
             hints = {h: backend.hints_path(settings, h) for h in range(hosts)}
             cmds = commands(c, spec.seed, self.bin, run_dir / "workload", hints, host_ips)

@@ -3,10 +3,12 @@
 # busybox, the host's ip / tc / iperf3 with their libraries, the tc plugin,
 # fp_rr, the guest kernel's modules the tests need (with dependencies, from
 # the unpacked linux-image deb), flexplane.ko, and any further programs named
-# (the lab's flexplane-workload: docs/lab.md, backend qemu) into /sbin; and
-# the host's dropbear SSH server with a root account (key login only), which
-# guest/init starts only when the kernel command line asks (fp.ssh=1: the
-# lab's hosts backend tests, docs/lab.md "Backend hosts").
+# (the lab's flexplane-workload: docs/lab.md, backend qemu) into /sbin.
+# Beside it, OUT with .ssh.cpio.gz for .cpio.gz: an overlay with the host's
+# dropbear SSH server and a root account (key login only), appended to the
+# image by vmlab.Lab(ssh_pubkey=...) for VMs booted with fp.ssh=1 (the lab's
+# hosts backend tests, docs/lab.md "Backend hosts"); the base image does not
+# carry it, so the kmod tests and the qemu backend boot as fast as before.
 #   build_initramfs.sh OUT.cpio.gz KERNEL_ROOT KMOD_BUILD_DIR [PROGRAM...]
 # KERNEL_ROOT: the linux-image deb unpacked (fetch_kernel.sh); KMOD_BUILD_DIR:
 # where `make kmod` put flexplane.ko, q_flexplane.so and fp_rr.
@@ -18,29 +20,34 @@ KVER=$(modinfo -F vermagic "$KO" | awk '{print $1}')
 MDIR=$KROOT/lib/modules/$KVER
 [ -d "$MDIR" ] || { echo "build_initramfs: $MDIR missing (kernel $KVER not unpacked)" >&2; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/fpk-initramfs.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-mkdir -p "$W"/{bin,sbin,usr/bin,etc,proc,sys,dev,tmp,run,var/run,fp,root,etc/dropbear} \
+S=$(mktemp -d "${TMPDIR:-/tmp}/fpk-initramfs-ssh.XXXXXX")
+trap 'rm -rf "$W" "$S"' EXIT
+mkdir -p "$W"/{bin,sbin,usr/bin,etc,proc,sys,dev,tmp,run,var/run,fp} \
          "$W/lib/modules/$KVER/extra" "$W/usr/lib/x86_64-linux-gnu/tc"
 cp /bin/busybox "$W/bin/busybox"
 for a in $("$W/bin/busybox" --list); do
   case $a in ip|tc|busybox) ;; *) ln -sf busybox "$W/bin/$a";; esac
 done
-copy_bin() {  # a host binary and the shared libraries it needs
-  local b; b=$(command -v "$1"); cp "$b" "$W/sbin/"
+copy_bin() {  # a host binary and the shared libraries it needs (into ${2:-$W})
+  local b r=${2:-$W}; b=$(command -v "$1"); mkdir -p "$r/sbin"; cp "$b" "$r/sbin/"
   for l in $(ldd "$b" | awk '/=>/ {print $3} /ld-linux/ {print $1}'); do
-    mkdir -p "$W$(dirname "$l")"; cp -L "$l" "$W$l"
+    [ "$r" != "$W" ] && [ -e "$W$l" ] && continue  # the overlay: only what the base image lacks
+    mkdir -p "$r$(dirname "$l")"; cp -L "$l" "$r$l"
   done
 }
+for b in ip tc ss iperf3 "$@"; do copy_bin "$b"; done
+# The SSH overlay: dropbear, and root's account (no password: key login
+# only, -s); root's shell is busybox sh, which runs its own ip/tc applets
+# first: SSH users call /sbin/tc.
 for b in dropbear dropbearkey; do
   command -v $b > /dev/null || { echo "build_initramfs: $b not found (apt-get install dropbear-bin)" >&2; exit 1; }
+  copy_bin $b "$S"
 done
-for b in ip tc ss iperf3 dropbear dropbearkey "$@"; do copy_bin "$b"; done
-# root's account for dropbear (no password: key login only, -s); its shell is
-# busybox sh, which runs its own ip/tc applets first: SSH users call /sbin/tc.
-echo 'root:x:0:0:root:/root:/bin/sh' > "$W/etc/passwd"
-echo 'root:x:0:' > "$W/etc/group"
-echo '/bin/sh' > "$W/etc/shells"
-chmod 700 "$W/root"
+mkdir -p "$S/etc/dropbear" "$S/root"
+echo 'root:x:0:0:root:/root:/bin/sh' > "$S/etc/passwd"
+echo 'root:x:0:' > "$S/etc/group"
+echo '/bin/sh' > "$S/etc/shells"
+chmod 700 "$S/root"
 cp "$KB/q_flexplane.so" "$W/usr/lib/x86_64-linux-gnu/tc/"
 cp "$KB/fp_rr" "$W/sbin/"
 declare -A seen
@@ -66,5 +73,8 @@ cp "$HERE/guest/init" "$W/init"
 cp "$HERE/guest/agent.sh" "$W/fp/agent.sh"
 chmod +x "$W/init" "$W/fp/agent.sh"
 ( cd "$W" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 ) > "$OUT.tmp"
+SSH_OUT=${OUT%.cpio.gz}.ssh.cpio.gz
+( cd "$S" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 ) > "$SSH_OUT.tmp"
+mv "$SSH_OUT.tmp" "$SSH_OUT"
 mv "$OUT.tmp" "$OUT"  # a reader never sees half an image
-echo "initramfs: $OUT ($(du -h "$OUT" | cut -f1), kernel $KVER)"
+echo "initramfs: $OUT ($(du -h "$OUT" | cut -f1), kernel $KVER; SSH overlay $SSH_OUT, $(du -h "$SSH_OUT" | cut -f1))"

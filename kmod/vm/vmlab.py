@@ -301,6 +301,12 @@ class Lab:
         self.mem, self.debug = mem, debug
         self.dir.mkdir(parents=True, exist_ok=True)
         self.kernel, self.initrd = kernel, initrd
+        if ssh_pubkey:  # the image with the SSH overlay appended (build_initramfs.sh: concatenated cpio archives)
+            overlay = initrd.with_name(initrd.name.replace(".cpio.gz", ".ssh.cpio.gz"))
+            if not overlay.is_file():
+                raise GuestError(f"{overlay}: no SSH overlay beside {initrd} (rebuild it: kmod/vm/images.sh)")
+            self.initrd = self.dir / "initramfs-ssh.cpio.gz"
+            self.initrd.write_bytes(initrd.read_bytes() + overlay.read_bytes())
         self.prefix = prefix or f"fpk{os.getpid() % 100000}"
         self.ns = self.prefix
         self.emu_if, self.br_if = f"{self.prefix}e", f"{self.prefix}b"

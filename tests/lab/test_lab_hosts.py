@@ -26,7 +26,7 @@ from lab_cli import LAB, processes_mentioning
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "kmod" / "vm"))
-from vmlab import Lab  # noqa: E402
+from vmlab import MGMT_IP, Lab  # noqa: E402
 
 from conftest import bin_dir  # noqa: E402
 
@@ -219,6 +219,58 @@ def test_hosts_sigkill_leftovers_removed_by_cleanup(rack, tmp_path):
     rack.assert_clean(prefix)
 
 
+def test_hosts_remote_emulator(rack, tmp_path):
+    """The emulator on another machine, reached over SSH as well: here a
+    dropbear in the lab namespace on 10.77.0.3:2222 (this machine's files,
+    root's home replaced by the test's in a private mount namespace). The run
+    copies the emulator and its config in, starts it there on the bridge's
+    port, puts its engine under SCHED_FIFO with chrt, brings its outputs back
+    and removes its run folder and DPDK runtime folder."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    home.chmod(0o700)
+    (home / ".ssh").chmod(0o700)
+    (home / ".ssh" / "authorized_keys").write_text(Path(f"{rack.key}.pub").read_text())
+    (home / ".ssh" / "authorized_keys").chmod(0o600)
+    hostkey = tmp_path / "hostkey"
+    subprocess.run(["dropbearkey", "-t", "ed25519", "-f", str(hostkey)], check=True, capture_output=True)
+    log = open(tmp_path / "dropbear.log", "w")
+    sshd = subprocess.Popen(["ip", "netns", "exec", rack.ns, "unshare", "-m", "--propagation", "private", "sh", "-c",
+                             f"mount --bind {home} /root && exec dropbear -F -E -s -r {hostkey} -p {MGMT_IP}:2222"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 10
+        while ":2222" not in subprocess.run(["ip", "netns", "exec", rack.ns, "ss", "-ltn"], capture_output=True,
+                                            text=True).stdout:
+            assert sshd.poll() is None and time.time() < deadline, (tmp_path / "dropbear.log").read_text()
+            time.sleep(0.1)
+        inv = rack.inventory(tmp_path, emulator={"machine": {"address": MGMT_IP, "port": 2222},
+                                                 "interface": rack.lab.emu_if, "ip": "10.77.0.2"})
+        exp = tmp_path / "exp.yaml"
+        exp.write_text(EXPERIMENT.replace(", realtime_priority: 0", ""))  # the default, 20: chrt over SSH
+        c = rack.lab_cmd("check", str(exp), "--inventory", str(inv))
+        assert c.returncode == 0 and f"root@{MGMT_IP}:2222): reachable, root, has {rack.lab.emu_if}" in c.stdout, \
+            c.stdout + c.stderr
+        prefix, out = _prefix(), tmp_path / "out"
+        p = rack.lab_cmd("run", str(exp), "--inventory", str(inv), "--prefix", prefix, "--out", str(out))
+        assert p.returncode == 0, p.stdout + p.stderr
+        run = out / "default" / "r0"
+        s = yaml.safe_load((run / "summary.yaml").read_text())
+        assert all(s["checks"].values()), s["checks"]
+        e, ep = s["emulator"], s["endpoints"]
+        assert e["verdicts"] == e["requests"] == ep["verdicts"] == ep["requests_submitted"] > 100, (e, ep)
+        for f in ("counters.csv", "live_summary.yaml", "occupancy.csv"):
+            assert (run / "emulator" / f).stat().st_size > 0, f
+        assert yaml.safe_load((run / "run.yaml").read_text())["engine_threads_realtime"], "chrt found no engine"
+        assert "listening on" in (run / "emulator.log").read_text()
+        assert not Path(f"/tmp/flexlab-{prefix}-emu").exists() and not Path(f"/var/run/dpdk/{prefix}").exists()
+        rack.assert_clean(prefix)
+    finally:
+        os.killpg(sshd.pid, signal.SIGTERM)
+        sshd.wait(10)
+        log.close()
+
+
 BAD = {
     # inventory change -> what the error line names
     "missing-interface": ({"defaults": {"user": "root", "key": "KEY"}}, "hosts[0].interface: required"),
@@ -229,7 +281,7 @@ BAD = {
     "missing-key-file": ({"defaults": {"user": "root", "key": "/nonexistent/key", "interface": "eth0"}},
                          "defaults.key: /nonexistent/key: no such file"),
     "too-few-hosts": ({"hosts": [{"address": "10.77.0.10"}]}, "hosts: 1 listed, the experiment's topology has 3"),
-    "remote-emulator": ({"emulator": {"machine": "10.0.0.1", "interface": "eth1"}}, "emulator.machine"),
+    "emulator-machine": ({"emulator": {"machine": "10.0.0.1", "interface": "eth1"}}, "emulator.machine: '10.0.0.1'"),
     "deb-without-files": ({"install": "deb"}, "debs: required for install: deb"),
 }
 

@@ -120,6 +120,11 @@ class Backend(ABC):
         """Starts `flexplane-emulator live` (argv up to '--') on the hosts' segment; `eal` are
         the EAL options without the device, which the backend adds."""
 
+    def realtime_engine(self, emu: Proc, priority: int) -> list[int] | None:
+        """Puts the emulator's engine threads under SCHED_FIFO where it runs
+        elsewhere (the thread ids); None: it runs here (the runner does it)."""
+        return None
+
     @abstractmethod
     def start_endpoints(self, config: Path, out_dir: Path, s: LabSettings) -> list[Proc]:
         """Starts the per-host packet holders against `config` (the emulator's config); returns

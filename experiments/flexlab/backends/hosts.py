@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from flexlab.backends.base import Backend, LabSettings, remove_dpdk_runtime
 from flexlab.backends.qemu import _endpoint_counters
 from flexlab.backends.ssh import Ssh, start_remote
@@ -67,6 +69,7 @@ for d in $1; do
     $tc qdisc show dev "$dev" root 2>/dev/null | grep -q "qdisc flexplane" && $tc qdisc del dev "$dev" root
   fi
   [ -f "$d/tcp_ecn" ] && cat "$d/tcp_ecn" > /proc/sys/net/ipv4/tcp_ecn
+  [ -f "$d/dpdk_prefix" ] && rm -rf "/var/run/dpdk/$(cat "$d/dpdk_prefix")"
   rm -rf "$d"
   echo "$d"
 done
@@ -90,14 +93,21 @@ class HostsBackend(Backend):
         super().__init__(prefix, procs)
         self.inv: Inventory | None = None
         self.ssh: list[Ssh] = []
+        self.emu_ssh: Ssh | None = None  # the emulator's machine, when it is not this one
         self.tools: list[dict[str, str]] = []
         self.n = 0
+        self.emu_cpus = 1
         self.seq = 0
 
     @property
     def rdir(self) -> str:
         assert self.inv is not None
         return f"{self.inv.remote_dir}/flexlab-{self.prefix}"
+
+    @property
+    def edir(self) -> str:
+        """The run folder on a remote emulator machine (it may be a host too)."""
+        return f"{self.rdir}-emu"
 
     # --- lifecycle ---
     def up(self, s: LabSettings) -> None:
@@ -107,11 +117,16 @@ class HostsBackend(Backend):
         cdir = s.scratch / f"{self.prefix}-ssh"
         cdir.mkdir(parents=True, exist_ok=True)
         self.ssh = [Ssh(h, self.inv, cdir) for h in self.inv.hosts[:s.hosts]]
+        if self.inv.emulator_machine is not None:
+            self.emu_ssh = Ssh(self.inv.emulator_machine, self.inv, cdir)
+        every = self.ssh + ([self.emu_ssh] if self.emu_ssh else [])
         try:
-            for c in self.ssh:
+            for c in every:
                 c.connect()
-            for c in self.ssh:
+            for c in every:
                 c.wait_connected()
+            if self.emu_ssh is not None:
+                self._prepare_emulator(self.emu_ssh, s)
             self.tools = [self._prepare(i, c, s) for i, c in enumerate(self.ssh)]
         except BaseException:
             self.down()
@@ -159,6 +174,32 @@ class HostsBackend(Backend):
         c.put(prog.read_bytes(), f"{d}/flexplane-workload", "755")
         return tools
 
+    def _prepare_emulator(self, c: Ssh, s: LabSettings) -> None:
+        """The remote emulator's machine: root, its run folder (with the
+        DPDK prefix to remove at the end), the interface, the program."""
+        assert self.inv is not None
+        d, h, inv = self.edir, c.host, self.inv
+        if c.text("id -u", what="checking the user").strip() != "0":
+            raise LabError(f"hosts: {h.label}: commands do not run as root (user {h.user} needs sudo without a password)")
+        if c.text(f"[ -e {d} ] && echo left || true").strip():
+            raise LabError(f"hosts: {h.label}: {d} exists (another run with prefix {self.prefix}, or a killed one: "
+                           f"scripts/lab cleanup --prefix {self.prefix} --inventory {inv.path})")
+        c.run(f"mkdir -p {d} && echo 'flexplane lab run {self.prefix} from {os.uname().nodename}: emulator' > "
+              f"{d}/lab.info && echo {self.prefix} > {d}/dpdk_prefix", what="creating the run folder")
+        p = c.run(f"[ -e /sys/class/net/{inv.emulator_interface} ]", check=False)
+        if p.returncode != 0:
+            raise LabError(f"hosts: {h.label}: no interface '{inv.emulator_interface}' (emulator.interface)")
+        if inv.emulator_bin:
+            if c.run(f"[ -x {inv.emulator_bin} ]", check=False).returncode != 0:
+                raise LabError(f"hosts: {h.label}: {inv.emulator_bin} (emulator.bin): not an executable file")
+        else:
+            c.put((s.bin_dir / "flexplane-emulator").read_bytes(), f"{d}/flexplane-emulator", "755")
+            missing = c.text(f"ldd {d}/flexplane-emulator 2>&1 | grep 'not found' || true").strip()
+            if missing:
+                raise LabError(f"hosts: {h.label}: the emulator from --bin-dir lacks libraries there (install "
+                               f"DPDK's, or set emulator.bin): {' '.join(missing.split())}")
+        self.emu_cpus = int(c.text("nproc").strip() or 1)
+
     def _install(self, c: Ssh) -> None:
         """Copies the inventory's .debs in and installs them (apt-get, which
         also pulls their dependencies: dkms builds the module)."""
@@ -173,16 +214,18 @@ class HostsBackend(Backend):
 
     def down(self) -> None:
         """Every host's run folder (programs, qdisc, tcp_ecn, files) and SSH
-        connection; each step bounded, each host attempted whatever the others did."""
-        for c in self.ssh:
+        connection, then the remote emulator's; each step bounded, each
+        machine attempted whatever the others did."""
+        every = [(c, self.rdir) for c in self.ssh] + ([(self.emu_ssh, self.edir)] if self.emu_ssh else [])
+        for c, d in every:
             try:
-                c.run(f"sh -c {shlex.quote(CLEANUP)} cleanup {shlex.quote(self.rdir)}", timeout=60, check=False,
+                c.run(f"sh -c {shlex.quote(CLEANUP)} cleanup {shlex.quote(d)}", timeout=60, check=False,
                       what="tearing down")
             except LabError:
                 pass
             finally:
                 c.close()
-        self.ssh = []
+        self.ssh, self.emu_ssh = [], None
         remove_dpdk_runtime(self.prefix)
 
     # --- processes ---
@@ -193,7 +236,50 @@ class HostsBackend(Backend):
     def start_emulator(self, argv: list[str], eal: list[str], log: Path) -> Proc:
         assert self.inv is not None
         dev = [f"--vdev=net_af_packet0,iface={self.inv.emulator_interface}", f"--file-prefix={self.prefix}"]
-        return self.procs.start("emulator", argv + ["--rto-us", str(self.inv.rto_us), "--"] + eal + dev, log)
+        argv = argv + ["--rto-us", str(self.inv.rto_us)]
+        if self.emu_ssh is None:
+            return self.procs.start("emulator", argv + ["--"] + eal + dev, log)
+        return self._start_remote_emulator(argv, eal, dev, log)
+
+    def _start_remote_emulator(self, argv: list[str], eal: list[str], dev: list[str], log: Path) -> Proc:
+        """The emulator over SSH: its config (and the files it names:
+        topology file, cdf) copied in, its --out folder copied back when it
+        exits, the runner's default --lcores widened to that machine's CPUs."""
+        assert self.inv is not None and self.emu_ssh is not None
+        c, d = self.emu_ssh, self.edir
+        cfg_path = Path(argv[2])
+        cfg = yaml.safe_load(cfg_path.read_text())
+        for sect, key in (("topology", "file"), ("workload", "size_cdf")):
+            local = (cfg.get(sect) or {}).get(key)
+            if isinstance(local, str) and Path(local).is_file():
+                remote = f"{d}/in-{sect}-{Path(local).name}"
+                c.put(Path(local).read_bytes(), remote)
+                cfg[sect][key] = remote
+        c.put(yaml.safe_dump(cfg, sort_keys=False).encode(), f"{d}/emulator.yaml")
+        out = Path(argv[argv.index("--out") + 1])
+        rargv = [self.inv.emulator_bin or f"{d}/flexplane-emulator", argv[1], f"{d}/emulator.yaml"] + argv[3:]
+        rargv[rargv.index("--out") + 1] = f"{d}/out"
+        cpus = os.cpu_count() or 1
+        mine = f"--lcores=0@(0-{cpus - 1}),1@(0-{cpus - 1})" if cpus > 1 else "--lcores=0@(0),1@(0)"
+        n = self.emu_cpus
+        eal = [(f"--lcores=0@(0-{n - 1}),1@(0-{n - 1})" if n > 1 else "--lcores=0@(0),1@(0)") if a == mine else a
+               for a in eal]
+        return start_remote(self.procs, c, "emulator", f"{d}/p0", rargv + ["--"] + eal + dev, log, [(f"{d}/out", out)])
+
+    def realtime_engine(self, emu: Proc, priority: int) -> list[int] | None:
+        """A remote emulator's engine threads under SCHED_FIFO (chrt there,
+        the same threads as the runner's _realtime_engine picks here)."""
+        if self.emu_ssh is None:
+            return None
+        if priority <= 0:
+            return []
+        from flexlab.runner import _NOT_ENGINE
+        skip = "|".join(f"{n}*" for n in _NOT_ENGINE)
+        pid = f"$(cat {self.edir}/p0/pid)"
+        out = self.emu_ssh.text(f"for t in /proc/{pid}/task/*; do case $(cat $t/comm) in {skip}) continue;; esac; "
+                                f"chrt -f -p {int(priority)} ${{t##*/}} > /dev/null && echo ${{t##*/}}; done",
+                                what="putting the emulator's engine under SCHED_FIFO (chrt)")
+        return [int(x) for x in out.split()]
 
     def _qdisc(self) -> list[dict]:
         return [self._stats(i) for i in range(len(self.ssh))]
@@ -332,6 +418,19 @@ class HostsBackend(Backend):
             out.append(f"{h.label}: reachable, root, {h.interface} has {ip}" +
                        (f", module {kv['mod']}, {kv['so']}" if kv.get("mod") and kv.get("so") else
                         ", packages to be installed (install: deb)"))
+        if inv.emulator_machine is not None:
+            c, dev = Ssh(inv.emulator_machine, inv, None), inv.emulator_interface
+            kv = dict(line.partition("=")[::2] for line in c.text(
+                f"echo uid=$(id -u); [ -e /sys/class/net/{dev} ] && echo dev=yes; "
+                f"[ -x '{inv.emulator_bin}' ] && echo bin=yes; true", timeout=inv.connect_timeout_s + 30,
+                what="checking the emulator's machine").splitlines())
+            if kv.get("uid") != "0":
+                raise LabError(f"hosts: {c.host.label}: commands do not run as root (sudo without a password)")
+            if not kv.get("dev"):
+                raise LabError(f"hosts: {c.host.label}: no interface '{dev}' (emulator.interface)")
+            if inv.emulator_bin and not kv.get("bin"):
+                raise LabError(f"hosts: {c.host.label}: {inv.emulator_bin} (emulator.bin): not an executable file")
+            out.append(f"{c.host.label}: reachable, root, has {dev} (the emulator's machine)")
         return out
 
     @classmethod
@@ -339,7 +438,7 @@ class HostsBackend(Backend):
         """`lab cleanup --inventory`: every host's run folders of this prefix
         (programs, qdisc, tcp_ecn, files); unreachable hosts are reported."""
         removed = []
-        for h in inv.hosts:
+        for h in inv.hosts + ([inv.emulator_machine] if inv.emulator_machine else []):
             c = Ssh(h, inv, None)
             try:
                 pattern = shlex.quote(f"{inv.remote_dir}/flexlab-{prefix}*")
