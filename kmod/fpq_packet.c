@@ -27,7 +27,14 @@
 #include <linux/netdevice.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
+#if __has_include("linux/unaligned.h")	/* 6.12: moved from asm/ */
+#include <linux/unaligned.h>
+#else
 #include <asm/unaligned.h>
+#endif
+#if __has_include("net/gso.h")		/* 6.5: skb_gso_segment() moved */
+#include <net/gso.h>
+#endif
 #include <net/dsfield.h>
 #include <net/inet_ecn.h>
 #include <net/ip.h>

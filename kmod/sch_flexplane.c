@@ -39,6 +39,9 @@
 #include <linux/netdevice.h>
 #include <net/netlink.h>
 #include <net/pkt_sched.h>
+#if __has_include("net/gso.h")		/* 6.5: skb_gso_segment() moved */
+#include <net/gso.h>
+#endif
 #include <net/inet_sock.h>
 #include <net/ipv6.h>
 #include <net/sock.h>
