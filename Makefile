@@ -7,12 +7,13 @@
 #   make bench-router   flexplane-router vs dpdk-testpmd on the same devices (Mpps, 1 and 2 cores; root)
 #   make list     schemes and their parameters
 #   make kmod     the endpoint kernel module, its tc plugin and fp_rr (build/kmod; docs/kmod.md)
+#   make packages  the endpoint's Debian packages (flexplane-dkms, flexplane-tc) in build/packages (docs/deploy.md)
 #   make static   a statically linked flexplane-emulator (virtual time only) in build-static/, to copy to other machines
 BUILD   ?= build
 GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 RESULTS ?= results/scheduler_comparison
 
-.PHONY: all build deps demo demo-virtual test bench bench-router list kmod static clean
+.PHONY: all build deps demo demo-virtual test bench bench-router list kmod packages static clean
 
 all: build
 
@@ -46,6 +47,9 @@ bench-router: build
 
 kmod: deps
 	@$(MAKE) -s -C kmod OUT=$(abspath $(BUILD))/kmod
+
+packages: deps
+	@packaging/build_debs.sh $(abspath $(BUILD))/packages
 
 # No DPDK (live emulation needs the machine's own); scripts/bench_scaling.sh runs it.
 static: deps

@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GEN=$(command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 JOBS=${JOBS:-$(nproc)}
-SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli lab router plots fuzz kbuild asan-ubsan tsan kmod-vm"}
+SUITES=${FLEXPLANE_TEST_SUITES:-"unit cli lab router plots fuzz kbuild packaging asan-ubsan tsan kmod-vm"}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0; failed=0; failed_names=()
 
@@ -37,7 +37,7 @@ unit() {
 cli() {
   [[ -x build/flexplane-emulator && -x build/flexplane-endpoint ]] ||
     configure_build build "" -DCMAKE_BUILD_TYPE=Release || return 1
-  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/ --ignore=tests/lab --ignore=tests/router
+  FLEXPLANE_BIN_DIR=$PWD/build .venv/bin/python -m pytest -q tests/ --ignore=tests/lab --ignore=tests/router --ignore=tests/packaging
 }
 
 lab() {  # the lab: NFQUEUE endpoint on real packets, real-TCP runs (netns; qemu: 3 TCG VMs, DCTCP), teardown, bad files
@@ -94,7 +94,8 @@ tsan() {
 fuzz() {  # every protocol decoder, then the emulator's config and trace parsers; bounded time
   proto/run_fuzz.sh "$FUZZ_SECONDS" && JOBS=$JOBS scripts/fuzz_config.sh "$FUZZ_SECONDS"
 }
-kbuild() { proto/check_kbuild.sh; }                # the protocol core builds as a kernel module
+kbuild() { proto/check_kbuild.sh && make -s -C kmod check; }  # the protocol core builds as a kernel module; kmod/ is checkpatch --strict clean
+packaging() { packaging/test.sh build/packaging; }  # .debs installed for real (DKMS), modprobe in Debian's 6.1 kernel, module vs 6.1 + 6.12 headers (docs/deploy.md)
 kmod_vm() { kmod/vm/run.sh build; }                # flexplane.ko in Debian's kernel under QEMU/TCG (docs/kmod.md)
 
 run_suite unit unit
@@ -104,6 +105,7 @@ run_suite router router
 run_suite plots plots
 run_suite fuzz fuzz
 run_suite kbuild kbuild
+run_suite packaging packaging
 run_suite asan-ubsan asan_ubsan
 run_suite tsan tsan
 run_suite kmod-vm kmod_vm
