@@ -190,9 +190,17 @@ def _start(rack, tmp_path, prefix: str) -> subprocess.Popen:
 def test_hosts_sigint_tears_down_over_ssh(rack, tmp_path):
     """SIGINT mid-workload: exit 130; on every guest the flexplane qdisc is
     gone, no workload process is left, the run folder is removed and
-    tcp_ecn restored; no emulator or SSH master is left here."""
+    tcp_ecn restored; no emulator or SSH master is left here. (Before it, a
+    second run with the same prefix is refused and leaves the first alone.)"""
     prefix = _prefix()
     p = _start(rack, tmp_path, prefix)
+    # A second run with the same prefix is refused on the hosts and leaves the first one's state alone.
+    second = rack.lab_cmd("run", str(tmp_path / "long.yaml"), "--inventory", str(tmp_path / "inventory.yaml"),
+                          "--prefix", prefix, "--out", str(tmp_path / "out2"), timeout=120)
+    assert second.returncode == 1 and f"/tmp/flexlab-{prefix} exists" in second.stdout, second.stdout
+    for i in range(N):
+        st = rack.state(i)
+        assert st["qdisc"] == "flexplane" and st["dirs"] == [f"/tmp/flexlab-{prefix}"] and st["procs"], (i, st)
     t0 = time.time()
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=120)
@@ -334,4 +342,30 @@ def test_unreachable_host_is_named_and_nothing_hangs(rack, tmp_path):
     assert time.time() - t0 < 45
     c = rack.lab_cmd("check", str(exp), "--inventory", str(inv), timeout=60)
     assert c.returncode == 1 and "h2 (root@10.77.0.99:22)" in c.stderr, c.stdout + c.stderr
+    rack.assert_clean(prefix)
+
+
+HOST_PROBLEMS = {
+    # inventory change -> what the run's error names
+    "wrong-address": ({"first_host_ip": "10.77.0.20"},
+                      "h0 (root@10.77.0.10:22): eth0 does not have the address 10.77.0.20"),
+    "no-interface": ({"hosts": [{"address": "10.77.0.10"}, {"address": "10.77.0.11", "interface": "eth7"},
+                                {"address": "10.77.0.12"}]},
+                     "h1 (root@10.77.0.11:22): interface 'eth7' (hosts[1].interface)"),
+}
+
+
+@pytest.mark.parametrize("case", HOST_PROBLEMS, ids=list(HOST_PROBLEMS))
+def test_host_problem_is_named_and_nothing_is_left(rack, tmp_path, case):
+    """A host that is reachable but not fit (its interface lacks the address
+    first_host_ip + i, or has no such interface): the run fails before any
+    qdisc is attached, naming the host, and leaves nothing on any host."""
+    over, needle = HOST_PROBLEMS[case]
+    inv = rack.inventory(tmp_path, **over)
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(EXPERIMENT)
+    prefix = _prefix()
+    p = rack.lab_cmd("run", str(exp), "--inventory", str(inv), "--prefix", prefix, "--out", str(tmp_path / "out"),
+                     timeout=120)
+    assert p.returncode == 1 and needle in p.stdout, p.stdout + p.stderr
     rack.assert_clean(prefix)

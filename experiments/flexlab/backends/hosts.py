@@ -94,6 +94,7 @@ class HostsBackend(Backend):
         self.inv: Inventory | None = None
         self.ssh: list[Ssh] = []
         self.emu_ssh: Ssh | None = None  # the emulator's machine, when it is not this one
+        self.mine: list[tuple[Ssh, str]] = []  # run folders this run created (only those are torn down)
         self.tools: list[dict[str, str]] = []
         self.n = 0
         self.emu_cpus = 1
@@ -141,6 +142,7 @@ class HostsBackend(Backend):
         if left:
             raise LabError(f"hosts: {h.label}: {d} exists (another run with prefix {self.prefix}, or a killed one: "
                            f"scripts/lab cleanup --prefix {self.prefix} --inventory {self.inv.path})")
+        self.mine.append((c, d))
         c.run(f"mkdir -p {d} && echo 'flexplane lab run {self.prefix} from {os.uname().nodename}' > {d}/lab.info",
               what="creating the run folder")
         if self.inv.install == "deb" and (h.address, h.port) not in self._installed:
@@ -184,6 +186,7 @@ class HostsBackend(Backend):
         if c.text(f"[ -e {d} ] && echo left || true").strip():
             raise LabError(f"hosts: {h.label}: {d} exists (another run with prefix {self.prefix}, or a killed one: "
                            f"scripts/lab cleanup --prefix {self.prefix} --inventory {inv.path})")
+        self.mine.append((c, d))
         c.run(f"mkdir -p {d} && echo 'flexplane lab run {self.prefix} from {os.uname().nodename}: emulator' > "
               f"{d}/lab.info && echo {self.prefix} > {d}/dpdk_prefix", what="creating the run folder")
         p = c.run(f"[ -e /sys/class/net/{inv.emulator_interface} ]", check=False)
@@ -216,16 +219,18 @@ class HostsBackend(Backend):
         """Every host's run folder (programs, qdisc, tcp_ecn, files) and SSH
         connection, then the remote emulator's; each step bounded, each
         machine attempted whatever the others did."""
-        every = [(c, self.rdir) for c in self.ssh] + ([(self.emu_ssh, self.edir)] if self.emu_ssh else [])
-        for c, d in every:
+        for c, d in self.mine:
             try:
                 c.run(f"sh -c {shlex.quote(CLEANUP)} cleanup {shlex.quote(d)}", timeout=60, check=False,
                       what="tearing down")
             except LabError:
                 pass
-            finally:
+        for c in self.ssh + ([self.emu_ssh] if self.emu_ssh else []):
+            try:
                 c.close()
-        self.ssh, self.emu_ssh = [], None
+            except Exception:  # noqa: BLE001 - teardown goes on
+                pass
+        self.ssh, self.emu_ssh, self.mine = [], None, []
         remove_dpdk_runtime(self.prefix)
 
     # --- processes ---
