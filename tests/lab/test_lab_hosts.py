@@ -352,15 +352,21 @@ HOST_PROBLEMS = {
     "no-interface": ({"hosts": [{"address": "10.77.0.10"}, {"address": "10.77.0.11", "interface": "eth7"},
                                 {"address": "10.77.0.12"}]},
                      "h1 (root@10.77.0.11:22): interface 'eth7' (hosts[1].interface)"),
+    # The guests have no apt: the .debs are copied in, apt-get fails, the host and the step are named.
+    "install-without-apt": ({"install": "deb", "debs": ["flexplane-tc_0.1-1_amd64.deb"]},
+                            "h0 (root@10.77.0.10:22): installing the endpoint packages (apt-get install) failed"),
 }
 
 
 @pytest.mark.parametrize("case", HOST_PROBLEMS, ids=list(HOST_PROBLEMS))
 def test_host_problem_is_named_and_nothing_is_left(rack, tmp_path, case):
     """A host that is reachable but not fit (its interface lacks the address
-    first_host_ip + i, or has no such interface): the run fails before any
-    qdisc is attached, naming the host, and leaves nothing on any host."""
+    first_host_ip + i, or has no such interface, or install: deb where there
+    is no apt): the run fails before any qdisc is attached, naming the host
+    and the step, and leaves nothing on any host."""
     over, needle = HOST_PROBLEMS[case]
+    for deb in over.get("debs", []):
+        (tmp_path / deb).write_bytes(b"!<arch>\n")  # a file to copy; apt-get is what is missing
     inv = rack.inventory(tmp_path, **over)
     exp = tmp_path / "exp.yaml"
     exp.write_text(EXPERIMENT)
