@@ -396,6 +396,13 @@ def _check_transport(c: dict, where: str) -> None:
                                                         if b == "hosts" else ")"))
         if c["lab"]["ipv6"]:
             raise SpecError(f"{where}lab.ipv6: not supported on backend {b} yet (hosts are IPv4 only)")
+        # What the qdisc accepts (docs/kmod.md, options): hold 1ms..60s, window 2..32768.
+        if c["lab"]["hold_ms"] > 60000:
+            raise SpecError(f"{where}lab.hold_ms: {c['lab']['hold_ms']:g} is above 60000 on backend {b} "
+                            "(the qdisc's hold is at most 60 s)")
+        if c["lab"]["window"] < 2:
+            raise SpecError(f"{where}lab.window: {c['lab']['window']} is below 2 on backend {b} "
+                            "(the qdisc's window is 2..32768)")
     win = c["lab"]["window"]
     if win & (win - 1):
         raise SpecError(f"{where}lab.window: {win} is not a power of two")

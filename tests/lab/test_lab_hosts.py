@@ -375,3 +375,18 @@ def test_host_problem_is_named_and_nothing_is_left(rack, tmp_path, case):
                      timeout=120)
     assert p.returncode == 1 and needle in p.stdout, p.stdout + p.stderr
     rack.assert_clean(prefix)
+
+
+@pytest.mark.parametrize("backend", ["hosts", "qemu"])
+@pytest.mark.parametrize("lab,needle", [("{hold_ms: 60001}", "lab.hold_ms: 60001 is above 60000 on backend"),
+                                        ("{window: 1}", "lab.window: 1 is below 2 on backend"),
+                                        ("{bypass: ['tcp:22']}", "lab.bypass: not supported on backend")],
+                         ids=["hold", "window", "bypass"])
+def test_qdisc_limits_refused_by_check(tmp_path, lab, needle, backend):
+    """What the flexplane qdisc would refuse at `tc qdisc add` is refused by
+    `check` (no inventory, no VM needed): exit 2, the field named."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(EXPERIMENT.replace("backend: hosts", f"backend: {backend}") + f"lab: {lab}\n")
+    p = subprocess.run([str(LAB), "check", str(exp), "--bin-dir", str(bin_dir())], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith(f"error: {exp}: {needle} {backend}"), p.stderr
