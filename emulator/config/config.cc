@@ -293,7 +293,8 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   c.transport = parse_transport(root["transport"], c.network, file);
 
   if (const YAML::Node n = root["run"]) {
-    check_keys(n, {"duration_ms", "drain_ms", "cores", "lookahead", "placement", "occupancy_interval_us", "packet_log"}, file, "run");
+    check_keys(n, {"duration_ms", "drain_ms", "cores", "lookahead", "placement", "occupancy_interval_us", "packet_log",
+                   "stop_when_done"}, file, "run");
   }
   const YAML::Node run = root["run"] ? root["run"] : YAML::Node(YAML::NodeType::Map);
   const double duration_ms = get_double(run, "duration_ms", 5, 1e-6, 1e6, file, "run");
@@ -309,6 +310,7 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   const double occ_us = get_double(run, "occupancy_interval_us", 0, 0, 1e9, file, "run");
   c.occupancy_interval = occ_us > 0 ? std::max<Timeslot>(1, us_to_timeslots(occ_us, c.network)) : 0;
   c.packet_log = get_bool(run, "packet_log", false, file, "run");
+  c.stop_when_done = get_bool(run, "stop_when_done", true, file, "run");
 
   if (!root["workload"]) throw ConfigError(file + ": missing 'workload' section");
   require_map(root["workload"], file, "workload");

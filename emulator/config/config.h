@@ -56,6 +56,7 @@ struct RunConfig {
   WorkloadSpec workload;
   Timeslot duration = 0;   // flow arrivals happen in [0, duration)
   Timeslot drain = 0;      // then this long for flows to finish
+  bool stop_when_done = true;  // end before duration + drain once every flow is done and the network empty
   uint32_t cores = 1;
   bool lookahead = true;  // cores promise idle links ahead (results do not depend on it)
   RouterPlacement placement = RouterPlacement::kGrouped;  // which core runs each router (nor on this)

@@ -47,6 +47,15 @@ class AccessLinks {
     return s.count;
   }
 
+  // Whether a batch sent at or before `now` is still to arrive (stop when done).
+  bool in_flight_after(Timeslot now) const {
+    for (Timeslot t = now + 1; t <= now + latency_; ++t) {
+      const Slot& s = slots_[index(t)];
+      if (s.arrival == t && s.count) return true;
+    }
+    return false;
+  }
+
   uint32_t capacity() const { return capacity_; }
   uint32_t latency() const { return latency_; }
 

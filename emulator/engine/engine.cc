@@ -28,6 +28,7 @@ void Engine::run_core(Core& core, Timeslot begin) {
   const bool real_time = options_.clock == Clock::kRealTime;
   const bool timed = options_.time_timeslots;
   const bool has_neighbours = !core.upstream.empty() || !core.downstream.empty();  // they read `next`
+  const bool check_done = options_.stop_when_done;
   if (timed) core.timer.start();
   for (Timeslot t = begin; t < end_.load(std::memory_order_relaxed); ++t) {
     if (real_time) {
@@ -64,8 +65,50 @@ void Engine::run_core(Core& core, Timeslot begin) {
     for (size_t i = nb; i < core.nodes.size(); ++i) core.nodes[i]->step(t);
     if (core.promising && t >= core.next_promise_check) core.refresh_promises(t);
     if (timed) core.timer.tick();
+    if (check_done && t == core.next_done_check && done_check(core, t)) break;
   }
   if (timed) core.timer.stop();
+}
+
+// Stop when done. At checkpoint j (the end of timeslot T_j = (j + 1) I - 1,
+// I = done_check_interval) every core posts what its nodes still hold or owe
+// (busy nodes, messages in transit), then reads every core's post of
+// checkpoint j - 1: if nothing anywhere was busy and nothing was in transit
+// at T_{j-1}, nothing can happen any more, and every core stops after T_j --
+// the same timeslot on every core, decided from the same posts, whatever the
+// number of cores or their timing. Waiting for checkpoint j - 1 (not j) means
+// a core waits only for cores a whole interval behind it, which the window
+// between neighbours makes rare. A post's slot (j mod 4) is rewritten at
+// checkpoint j + 4 only: its writer then has read everyone's post of j + 2,
+// and each core posts j + 2 after it has read the posts of j. Returns true if
+// the run stops after t.
+bool Engine::done_check(Core& core, Timeslot t) {
+  const Timeslot interval = options_.done_check_interval;
+  core.next_done_check = t + interval;
+  const uint64_t j = (t + 1) / interval - 1;
+  Core::DonePost& mine = core.done_post[j % 4];
+  mine.busy = 0;
+  mine.in_transit = 0;
+  for (auto& n : core.nodes) mine.busy += n->busy_after(t, &mine.in_transit);
+  mine.tag.store(j, std::memory_order_release);
+  if (j == first_done_check_) return false;  // no earlier checkpoint in this run
+  uint64_t busy = 0;
+  int64_t in_transit = 0;
+  for (auto& c : cores_) {
+    if (c->nodes.empty()) continue;  // not running
+    const Core::DonePost& p = c->done_post[(j - 1) % 4];
+    unsigned spins = 0;
+    while (p.tag.load(std::memory_order_acquire) != j - 1) spin::back_off(spins, core.may_yield);
+    busy += p.busy;
+    in_transit += p.in_transit;
+  }
+  if (busy || in_transit) return false;
+  const Timeslot stop = t + 1;
+  done_at_.store(stop, std::memory_order_relaxed);
+  Timeslot cur = end_.load();
+  while (stop < cur && !end_.compare_exchange_weak(cur, stop)) {
+  }
+  return true;
 }
 
 void Engine::request_stop() {
@@ -96,6 +139,18 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   if (end <= now_) return;
   const Timeslot begin = now_;
   end_.store(end);
+  done_at_.store(0);
+  stopped_when_done_ = false;
+  if (options_.stop_when_done) {
+    if (options_.done_check_interval < 1) throw ConfigError("engine: done_check_interval must be >= 1");
+    const Timeslot interval = options_.done_check_interval;
+    const Timeslot first = (begin + interval) / interval * interval - 1;  // the first T_j >= begin
+    first_done_check_ = (first + 1) / interval - 1;
+    for (auto& c : cores_) {
+      c->next_done_check = first;
+      for (auto& p : c->done_post) p.tag.store(~uint64_t{0}, std::memory_order_relaxed);
+    }
+  }
   if (options_.occupancy_interval && options_.occupancy_samples && options_.clock == Clock::kVirtual) {
     // Room for every sample of this run up front (no regrowth copies), within reason.
     const uint64_t rows = (end - 1) / options_.occupancy_interval - begin / options_.occupancy_interval + 1;
@@ -148,6 +203,7 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   launcher->run(std::move(jobs), monitor);
   wall_seconds_ += elapsed();
   now_ = end_.load();
+  stopped_when_done_ = done_at_.load() != 0 && now_ == done_at_.load();
   for (auto& c : cores_)  // idle cores were parked far ahead; bring them back in line
     if (c->nodes.empty()) c->next.store(now_, std::memory_order_release);
   if (progress)

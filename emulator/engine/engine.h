@@ -56,6 +56,14 @@ struct EngineOptions {
   uint32_t mtu_bytes = 1500;          // bytes of an abstract packet: what a link sends per timeslot
   bool time_timeslots = false;        // keep per-core timeslot durations (timeslot_timing())
   bool lookahead = true;              // cores promise idle links ahead (emulator/lookahead.h); off: lockstep only
+  // Stop when done (virtual time): end run() early once nothing is left to
+  // happen -- every source says it is done (TrafficSource::busy_after), no
+  // packet is queued in a router or on a link, and every message between
+  // sources has arrived -- as seen at the end of a checkpoint timeslot
+  // (every `done_check_interval`-th); all cores stop one interval later, at
+  // the same timeslot whatever their number (docs/design.md, "Stop when done").
+  bool stop_when_done = false;
+  Timeslot done_check_interval = 256;
 };
 
 // How one core synchronised with the cores that feed it (lookahead).
@@ -143,6 +151,9 @@ class Engine {
   void request_stop();
 
   Timeslot now() const { return now_; }
+  // Whether the last run() ended early because everything was done
+  // (options.stop_when_done), rather than at its `end`.
+  bool stopped_when_done() const { return stopped_when_done_; }
   std::vector<CoreHealth> health() const;
   double wall_seconds() const { return wall_seconds_; }
   const Topology& topology() const { return topology_; }
@@ -190,6 +201,7 @@ class Engine {
 
   void build(Traffic& traffic);
   void run_core(Core& core, Timeslot begin);
+  bool done_check(Core& core, Timeslot t);
 
   Topology topology_;
   std::vector<std::unique_ptr<Router>> routers_;
@@ -201,7 +213,10 @@ class Engine {
   uint32_t window_ = 0;
   Timeslot now_ = 0;
   double wall_seconds_ = 0;
-  std::atomic<Timeslot> end_{0};  // run() target; lowered by request_stop()
+  std::atomic<Timeslot> end_{0};  // run() target; lowered by request_stop() and by a stop when done
+  std::atomic<Timeslot> done_at_{0};  // stop when done: the timeslot the run stops at (0: not done)
+  uint64_t first_done_check_ = 0;     // index of this run's first checkpoint (nothing to decide there)
+  bool stopped_when_done_ = false;
   int64_t start_ns_ = 0;          // real time: wall clock of timeslot `start_slot_`
   Timeslot start_slot_ = 0;
 };

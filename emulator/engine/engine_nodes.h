@@ -24,6 +24,9 @@ inline constexpr Timeslot kPromiseRecheck = 16;
 struct Engine::Node {
   virtual ~Node() = default;
   virtual void step(Timeslot now) = 0;
+  // Stop when done, at a checkpoint after step(now): whether the node holds
+  // or sends anything that is still to act after `now` (see EngineOptions).
+  virtual bool busy_after(Timeslot now, int64_t* in_transit) = 0;
   bool boundary = false;  // has a link to or from a node on another core
 };
 
@@ -68,6 +71,15 @@ struct Engine::Core {
   Timeslot promised_min = 0;  // smallest promise published to a downstream core
   CoreSyncStats sync;
   bool may_yield = true;  // shares a CPU with other engine cores (see back_off)
+  // Stop when done: what this core found at checkpoint `tag` (a ring of 4:
+  // a slot is rewritten only after every core has read it; engine.cc).
+  struct alignas(64) DonePost {
+    std::atomic<uint64_t> tag{~uint64_t{0}};
+    uint64_t busy = 0;
+    int64_t in_transit = 0;
+  };
+  DonePost done_post[4];
+  Timeslot next_done_check = ~Timeslot{0};
   explicit Core(bool packet_log) : log(packet_log) {}
 
   // Before reading a cross-core link at `t`: every upstream core has run
@@ -142,6 +154,11 @@ struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
     if (promising) promise.update(now, source->remote_quiet_until(now));
   }
 
+  bool busy_after(Timeslot now, int64_t* in_transit) override {
+    const bool busy = source->busy_after(now, in_transit);
+    return busy || up.in_flight_after(now) || down.in_flight_after(now);
+  }
+
   // The source contract: at most one packet per endpoint, in endpoint order
   // (so a router sees its arrivals in input-port order, as from separate links).
   bool sends_one_per_endpoint(uint32_t m) const {
@@ -195,6 +212,19 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     if (rack) rack->down.commit(now, to_rack);
 
     if (sample_every && now % sample_every == 0) sample(now);
+  }
+
+  // A router that does not vouch for sending only what its bank holds
+  // (forwards_by_table) may always send: it never lets a run stop early.
+  bool busy_after(Timeslot now, int64_t*) override {
+    if (!router->forwards_by_table()) return true;
+    const QueueBank& b = router->bank();
+    for (PortId p = 0; p < b.num_ports(); ++p)
+      if (b.port_packets(p)) return true;
+    constexpr Timeslot kNone = ~Timeslot{0};
+    for (const Link* l : out)  // in flight on its links to other routers (the rack's are its group's)
+      if (l && l->first_arrival(now + 1, now + 1 + l->latency(), kNone) != kNone) return true;
+    return false;
   }
 
   // A trusted router's output is in port order and the rack's ports come

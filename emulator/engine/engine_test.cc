@@ -57,6 +57,8 @@ struct RunOutput {
   std::vector<FlowState> states;
   std::vector<QueueCounters> counters;
   std::vector<CoreSyncStats> sync;
+  Timeslot end = 0;           // where the run ended
+  bool done = false;          // ... because everything was done (stop_when_done)
 };
 
 // Queue manager parameters that give every scheme drops in these short runs (a timeslot is
@@ -77,14 +79,17 @@ struct LeafSpineRun {
   uint32_t remote_one_in = 1;  // 1: destinations uniform over all endpoints
   uint64_t seed = 7;
   uint32_t fat_tree_k = 0;     // > 0: a k-ary fat tree instead (racks of k/2 endpoints under its edges)
+  bool stop_when_done = false;
+  Timeslot end = 6000;
+  Timeslot horizon = 4000;     // flows start in [0, horizon)
 };
 
 RunOutput run_leaf_spine(const LeafSpineRun& run) {
   Topology topo = run.fat_tree_k ? make_fat_tree(run.fat_tree_k, 1) : make_leaf_spine(run.racks, 8, run.spines, 1, 1);
   const uint32_t per_rack = run.fat_tree_k ? run.fat_tree_k / 2 : 8;
   FlowList flows = run.remote_one_in == 1
-                       ? random_flows(topo.num_endpoints, 600, 4000, run.seed)
-                       : rack_local_flows(topo.num_endpoints, per_rack, 600, 4000, run.remote_one_in, run.seed);
+                       ? random_flows(topo.num_endpoints, 600, run.horizon, run.seed)
+                       : rack_local_flows(topo.num_endpoints, per_rack, 600, run.horizon, run.remote_one_in, run.seed);
   EndpointStamping stamping;
   stamping.priority = PriorityStamp::kRemainingSize;
   FlowTraffic traffic(flows, topo.num_endpoints, stamping);
@@ -95,9 +100,11 @@ RunOutput run_leaf_spine(const LeafSpineRun& run) {
   opt.packet_log = true;
   opt.occupancy_interval = 50;
   opt.seed = run.seed;
+  opt.stop_when_done = run.stop_when_done;
   Engine engine(topo, routers_for(topo, run.scheme, small_buffers(run.scheme)), traffic, opt);
-  engine.run(6000);
-  RunOutput out{engine.events(), engine.occupancy(), traffic.states(), {}, engine.sync_stats()};
+  engine.run(run.end);
+  RunOutput out{engine.events(), engine.occupancy(), traffic.states(), {}, engine.sync_stats(), engine.now(),
+                engine.stopped_when_done()};
   for (uint32_t r = 0; r < engine.num_routers(); ++r) {
     const QueueBank& b = engine.router(r).bank();
     for (PortId p = 0; p < b.num_ports(); ++p)
@@ -122,6 +129,17 @@ void require_same(const RunOutput& many, const RunOutput& one) {
   }
   REQUIRE(many.counters.size() == one.counters.size());
   for (size_t i = 0; i < one.counters.size(); ++i) REQUIRE(same_counters(many.counters[i], one.counters[i]));
+}
+
+// The samples of `full` that `early` does not have: all after early's end, all empty.
+void require_prefix_then_idle(const std::vector<OccupancySample>& early, const std::vector<OccupancySample>& full,
+                              Timeslot early_end) {
+  REQUIRE(early.size() < full.size());
+  REQUIRE(std::equal(early.begin(), early.end(), full.begin()));
+  for (size_t i = early.size(); i < full.size(); ++i) {
+    REQUIRE(full[i].time >= early_end);
+    REQUIRE(full[i].packets == 0);
+  }
 }
 
 }  // namespace
@@ -461,4 +479,85 @@ TEST_CASE("occupancy traces: rows per sample, histograms of every sample, bytes 
   REQUIRE(c.packets.empty());
   REQUIRE(c.histogram == a.histogram);
   REQUIRE(hist_only->occupancy().empty());
+}
+
+TEST_CASE("stop when done: an open-loop run ends soon after its last packet, identically on 1 and N cores",
+          "[engine][determinism][stop]") {
+  // Flows start in [0, 4000); the cap is 100000 timeslots. Stopped early, every result but the
+  // length of the occupancy series is what the run to the cap gives; on 2 and 3 cores (grouped
+  // and round robin, lookahead on and off), the same timeslot and the same results.
+  constexpr Timeslot kInterval = EngineOptions{}.done_check_interval;
+  for (const uint32_t k : {0u, 4u}) {
+    INFO("fat tree k " << k << " (0: leaf-spine)");
+    LeafSpineRun run;
+    run.fat_tree_k = k;
+    run.end = 100000;
+    const RunOutput full = run_leaf_spine(run);
+    REQUIRE_FALSE(full.done);
+    REQUIRE(full.end == 100000);
+    run.stop_when_done = true;
+    const RunOutput one = run_leaf_spine(run);
+    REQUIRE(one.done);
+    Timeslot last = 0;  // the last delivery or drop
+    for (const auto& e : one.events) last = std::max(last, e.time);
+    INFO("last event " << last << ", stopped at " << one.end);
+    REQUIRE(last > 4000);
+    REQUIRE(one.end % kInterval == 0);
+    REQUIRE(one.end > last);
+    REQUIRE(one.end <= last + 2 * kInterval + 1);  // decided one checkpoint after the first quiet one
+    uint64_t drops = 0;
+    for (const auto& e : one.events) drops += e.kind == PacketEvent::kDropped;
+    REQUIRE(drops > 0);  // some flows are done by losing a packet (open loop)
+    REQUIRE(one.events == full.events);
+    REQUIRE(one.counters.size() == full.counters.size());
+    for (size_t i = 0; i < one.counters.size(); ++i) REQUIRE(same_counters(one.counters[i], full.counters[i]));
+    for (size_t i = 0; i < one.states.size(); ++i) {
+      REQUIRE(one.states[i].delivered == full.states[i].delivered);
+      REQUIRE(one.states[i].finish == full.states[i].finish);
+    }
+    require_prefix_then_idle(one.occupancy, full.occupancy, one.end);
+    for (const RouterPlacement placement : {RouterPlacement::kGrouped, RouterPlacement::kRoundRobin})
+      for (uint32_t cores : {2u, 3u})
+        for (bool lookahead : {true, false}) {
+          INFO("cores " << cores << ", lookahead " << lookahead << ", grouped "
+                        << (placement == RouterPlacement::kGrouped));
+          run.cores = cores;
+          run.lookahead = lookahead;
+          run.placement = placement;
+          const RunOutput many = run_leaf_spine(run);
+          REQUIRE(many.done);
+          REQUIRE(many.end == one.end);
+          require_same(many, one);
+        }
+  }
+}
+
+TEST_CASE("stop when done: a run with work left at its end runs to the end", "[engine][stop]") {
+  // Flows still start until 4000 > the end (3000): the run cannot be done before it.
+  for (uint32_t cores : {1u, 3u}) {
+    LeafSpineRun run;
+    run.cores = cores;
+    run.end = 3000;
+    run.stop_when_done = true;
+    const RunOutput out = run_leaf_spine(run);
+    REQUIRE_FALSE(out.done);
+    REQUIRE(out.end == 3000);
+  }
+  // An idle network with no flows at all stops at the second checkpoint.
+  const Topology topo = make_single_rack(4, 1);
+  const FlowList none;
+  FlowTraffic traffic(none, topo.num_endpoints, EndpointStamping{});
+  EngineOptions opt;
+  opt.stop_when_done = true;
+  opt.done_check_interval = 16;
+  Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
+  engine.run(1000);
+  REQUIRE(engine.stopped_when_done());
+  REQUIRE(engine.now() == 32);
+  // A source that cannot tell whether it is done (backlogged traffic) never stops early.
+  BacklogTraffic backlog;
+  Engine busy(topo, routers_for(topo, "droptail"), backlog, opt);
+  busy.run(1000);
+  REQUIRE_FALSE(busy.stopped_when_done());
+  REQUIRE(busy.now() == 1000);
 }

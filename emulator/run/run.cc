@@ -1,5 +1,6 @@
 #include "emulator/run/run.h"
 
+#include <sys/resource.h>
 #include <yaml-cpp/yaml.h>
 
 #include <ctime>
@@ -36,6 +37,10 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "timeslot_ns" << YAML::Value << c.network.timeslot_ns();
   y << YAML::Key << "timeslots" << YAML::Value << s.timeslots;
   y << YAML::Key << "arrival_timeslots" << YAML::Value << c.duration;
+  y << YAML::Key << "cap_timeslots" << YAML::Value << s.cap;  // duration + drain
+  y << YAML::Key << "stop_when_done" << YAML::Value << c.stop_when_done;
+  y << YAML::Key << "end_reason" << YAML::Value << (s.all_flows_done ? "all_flows_done" : "cap");
+  y << YAML::Key << "emulated_end_ms" << YAML::Value << s.timeslots * c.network.timeslot_ns() / 1e6;
   y << YAML::Key << "cores" << YAML::Value << c.cores;
   y << YAML::Key << "lookahead" << YAML::Value << c.lookahead;
   y << YAML::Key << "placement" << YAML::Value << router_placement_name(c.placement);
@@ -114,6 +119,7 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "offered_load" << YAML::Value << wstats.offered_load;
   y << YAML::Key << "router_packet_hops" << YAML::Value << s.router_packet_hops;
   y << YAML::Key << "wall_seconds" << YAML::Value << s.wall_seconds;
+  y << YAML::Key << "peak_rss_mb" << YAML::Value << s.peak_rss_mb;
   y << YAML::EndMap;
   y << YAML::Key << "config" << YAML::Value << c.resolved;
   y << YAML::EndMap;
@@ -137,7 +143,8 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   FlowTraffic traffic(flows, c.topology.num_endpoints, stamping);
   traffic.enable_transport(c.topology, c.transport, c.network.timeslot_ns());
 
-  const EngineOptions opt = engine_options(c, c.cores);
+  EngineOptions opt = engine_options(c, c.cores);
+  opt.stop_when_done = c.stop_when_done;  // virtual time only (not replay, not live)
   Engine engine(c.topology, std::move(routers), traffic, opt);
   std::function<void(const EngineProgress&)> on_progress;
   if (progress) on_progress = [&](const EngineProgress& p) { progress(c, p); };
@@ -147,6 +154,8 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   s.output_dir = c.output_dir;
   s.flows = flows.size();
   s.timeslots = engine.now();
+  s.cap = c.duration + c.drain;
+  s.all_flows_done = engine.stopped_when_done();
   s.wall_seconds = engine.wall_seconds();
   s.router_packet_hops = engine.router_packet_hops();
   s.offered_load = wstats.offered_load;
@@ -181,6 +190,8 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
                   traffic, lost);
   write_flows_summary_csv((dir / "flows_summary.csv").string(), c.topology, c.network.timeslot_ns(), traffic);
   write_engine_outputs(c.output_dir, engine, opt, occupancy_file, traffic.unexpected_arrivals(), events);
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) s.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
   write_metadata((dir / "metadata.yaml").string(), c, resolved, stamping.priority, wstats, s);
   return s;
 }

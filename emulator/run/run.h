@@ -23,7 +23,10 @@ struct RunSummary {
   uint64_t router_packet_hops = 0;
   AckQueueStats ack_queue;             // closed loop with transport.ack_queueing; zeros otherwise
   NicWaitStats nic_wait;               // closed loop; zeros otherwise
-  Timeslot timeslots = 0;
+  Timeslot timeslots = 0;              // emulated: where the run ended
+  Timeslot cap = 0;                    // duration + drain: where it ends at the latest
+  bool all_flows_done = false;         // ended early: every flow done, nothing left in the network (stop_when_done)
+  double peak_rss_mb = 0;              // the process's peak resident set so far (getrusage ru_maxrss)
   double wall_seconds = 0;
   double offered_load = 0;
   std::string output_dir;

@@ -184,6 +184,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     while (!pending_.empty() && pending_.top().due <= now) {
       const AckMsg m = pending_.top();
       pending_.pop();
+      ++acks_taken_;
       const uint32_t a = arrival_of(m.flow);
       if (TcpSender* s = senders_[a].get()) {
         s->on_ack(m.ack, now);
@@ -260,6 +261,18 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       q = std::min(q, earliest_ack(now));
     }
     return std::max(now + 1, q);
+  }
+
+  // Busy while a flow has not started or not been acknowledged in full, or a
+  // segment waits in a NIC (a finished flow's spurious retransmission too).
+  // In transit: the ACKs this group's receivers sent minus those its senders
+  // took (both counted on this core, up to `now`).
+  bool busy_after(Timeslot, int64_t* in_transit) override {
+    *in_transit += static_cast<int64_t>(sh_.ack_stats[group_].sent) - static_cast<int64_t>(acks_taken_);
+    if (next_arrival_ < arrivals_.size() || active_) return true;
+    for (uint64_t w : busy_)
+      if (w) return true;
+    return false;
   }
 
   uint32_t nic_backlog(EndpointId e) const override {
@@ -399,6 +412,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   std::vector<uint64_t> busy_;
   uint32_t active_ = 0, active_remote_ = 0;
   uint32_t remote_queued_ = 0;  // segments for outside the group in the NICs
+  uint64_t acks_taken_ = 0;     // ACKs handled (stop when done)
 };
 
 class ClosedLoopSink final : public TrafficSink {
@@ -439,6 +453,7 @@ class ClosedLoopSink final : public TrafficSink {
       for (uint32_t k = 0; k < acks.n; ++k) {
         AckMsg m{now + sh_.ack_delay[p.flow], p.flow, acks.ack[k]};
         if (bank && !queue_ack(*bank, f, &m.due)) continue;  // lost in a full port
+        ++sh_.ack_stats[group_].sent;
         if (to == group_) {
           sh_.local[group_].acks.push_back(m);
         } else {

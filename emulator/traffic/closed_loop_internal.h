@@ -63,6 +63,7 @@ struct alignas(64) GroupProgress {
 // Written by a group's sink (its core only).
 struct alignas(64) GroupAckStats {
   AckQueueStats s;
+  uint64_t sent = 0;  // ACKs its receivers sent on (to any group; lost ones not): stop when done
 };
 
 // Written by a group's source (its core only).

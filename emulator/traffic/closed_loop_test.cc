@@ -32,11 +32,13 @@ struct Result {
   uint64_t unexpected = 0;
   AckQueueStats acks;
   NicWaitStats nic;
+  Timeslot end = 0;   // where the run ended
+  bool done = false;  // ... because everything was done (stop_when_done)
 };
 
 Result run(const Topology& topo, const FlowList& flows, const std::string& scheme,
            std::vector<std::pair<std::string, std::string>> qm, const TransportConfig& t, uint32_t cores,
-           bool lookahead, Timeslot end, PriorityStamp prio = PriorityStamp::kNone) {
+           bool lookahead, Timeslot end, PriorityStamp prio = PriorityStamp::kNone, bool stop_when_done = false) {
   EndpointStamping stamping;
   stamping.priority = prio;
   FlowTraffic traffic(flows, topo.num_endpoints, stamping);
@@ -46,10 +48,12 @@ Result run(const Topology& topo, const FlowList& flows, const std::string& schem
   opt.lookahead = lookahead;
   opt.packet_log = true;
   opt.occupancy_interval = 25;
+  opt.stop_when_done = stop_when_done;
   Engine engine(topo, routers_for(topo, scheme, qm), traffic, opt);
   engine.run(end);
-  return {engine.events(), engine.occupancy(), traffic.states(), traffic.sender_outcomes(),
-          traffic.unexpected_arrivals(), traffic.ack_queue_stats(), traffic.nic_wait_stats()};
+  return {engine.events(),           engine.occupancy(),         traffic.states(),
+          traffic.sender_outcomes(), traffic.unexpected_arrivals(), traffic.ack_queue_stats(),
+          traffic.nic_wait_stats(),  engine.now(),               engine.stopped_when_done()};
 }
 
 uint64_t drops(const Result& r) {
@@ -366,4 +370,64 @@ TEST_CASE("closed loop: the transport section is parsed strictly, errors name th
   REQUIRE_THROWS_WITH(parse("transport: {kind: dctcp, ack_latency: slow}"), Catch::Contains("transport.ack_latency"));
   REQUIRE_THROWS_WITH(parse("transport: {kind: dctcp, ack_every_pkts: 2}"),
                       Catch::Contains("transport.ack_every_pkts"));
+}
+
+TEST_CASE("closed loop: stop when done ends after the last ACK, identically on 1 and N cores",
+          "[traffic][transports][determinism][stop]") {
+  // The determinism case's network and flows with a cap of 200000 timeslots: every flow is
+  // acknowledged long before. Stopped early, the results are those of the run to the cap (the
+  // occupancy series ends earlier, and what it misses is empty), on any number of cores.
+  const Topology topo = make_leaf_spine(3, 8, 2, 1, 1);
+  const FlowList flows = random_flows(topo.num_endpoints, 500, 4000, 5, 300);
+  const std::vector<std::pair<std::string, std::string>> qm = {{"capacity_pkts", "24"}, {"k_pkts", "8"}};
+  for (const AckQueueing queueing : {AckQueueing::kNone, AckQueueing::kDelayAndLoss}) {
+    INFO("ack_queueing " << ack_queueing_name(queueing));
+    TransportConfig t = transport(TransportKind::kDctcp);
+    t.ack_queueing = queueing;
+    const Result full = run(topo, flows, "dctcp", qm, t, 1, true, 200000);
+    REQUIRE_FALSE(full.done);
+    const Result one = run(topo, flows, "dctcp", qm, t, 1, true, 200000, PriorityStamp::kNone, true);
+    REQUIRE(one.done);
+    REQUIRE(drops(one) > 0);  // retransmissions happened
+    Timeslot last = 0;  // the last delivery or drop
+    uint32_t finished = 0;
+    for (const auto& e : one.events) last = std::max(last, e.time);
+    for (size_t i = 0; i < flows.size(); ++i) finished += one.states[i].delivered == flows[i].size_pkts;
+    REQUIRE(finished == flows.size());
+    INFO("last event " << last << ", stopped at " << one.end);
+    REQUIRE(one.end > last);
+    REQUIRE(one.end < 20000);  // far before the cap
+    REQUIRE(one.events == full.events);
+    REQUIRE(one.acks.acks == full.acks.acks);
+    REQUIRE(one.acks.waited == full.acks.waited);
+    REQUIRE(one.nic.waited == full.nic.waited);
+    for (size_t i = 0; i < flows.size(); ++i) {
+      REQUIRE(one.states[i].finish == full.states[i].finish);
+      REQUIRE(one.outcomes[i].segments_sent == full.outcomes[i].segments_sent);
+      REQUIRE(one.outcomes[i].timeouts == full.outcomes[i].timeouts);
+    }
+    REQUIRE(one.occupancy.size() < full.occupancy.size());
+    REQUIRE(std::equal(one.occupancy.begin(), one.occupancy.end(), full.occupancy.begin()));
+    for (size_t i = one.occupancy.size(); i < full.occupancy.size(); ++i) REQUIRE(full.occupancy[i].packets == 0);
+    for (uint32_t cores : {2u, 3u})
+      for (bool lookahead : {true, false}) {
+        INFO("cores " << cores << ", lookahead " << lookahead);
+        const Result many = run(topo, flows, "dctcp", qm, t, cores, lookahead, 200000, PriorityStamp::kNone, true);
+        REQUIRE(many.done);
+        REQUIRE(many.end == one.end);
+        REQUIRE(many.events == one.events);
+        REQUIRE(many.occupancy == one.occupancy);
+        REQUIRE(many.acks.waited == one.acks.waited);
+        for (size_t i = 0; i < flows.size(); ++i) REQUIRE(many.states[i].finish == one.states[i].finish);
+      }
+  }
+  // A flow that cannot finish before the cap keeps the run to its cap.
+  const FlowList long_flow = {{0, 0, 1, 5000, 0}};
+  const Topology rack = make_single_rack(2, 1);
+  const Result capped = run(rack, long_flow, "droptail", {}, transport(TransportKind::kReno), 2, true, 3000,
+                            PriorityStamp::kNone, true);
+  REQUIRE(capped.states[0].delivered > 1000);
+  REQUIRE(capped.states[0].delivered < 5000);
+  REQUIRE_FALSE(capped.done);
+  REQUIRE(capped.end == 3000);
 }

@@ -74,6 +74,15 @@ class FlowSource final : public TrafficSource {
     return std::max(now + 1, next_remote_start_[next_arrival_]);
   }
 
+  // Open loop: busy until every flow has arrived and left its NIC in full
+  // (a dropped packet is never resent: its flow is done here too).
+  bool busy_after(Timeslot, int64_t*) override {
+    if (next_arrival_ < arrivals_.size()) return true;
+    for (uint64_t w : active_)
+      if (w) return true;
+    return false;
+  }
+
  private:
   struct Arrival {
     uint32_t flow;

@@ -30,6 +30,15 @@ class TrafficSource {
   // outside it (kNoRemoteTraffic: never). A promise, and it must be kept:
   // other cores run ahead on it. The default promises nothing.
   virtual Timeslot remote_quiet_until(Timeslot now) { return now + 1; }
+  // Stop when done (EngineOptions::stop_when_done), asked after emit(now) at
+  // the engine's checkpoints: whether the group may still send or act after
+  // `now` on its own -- a flow not yet started or not finished (closed loop:
+  // not acknowledged in full), a packet waiting in a NIC. Adds to
+  // `*in_transit` the messages this group's traffic sent to sources (closed
+  // loop: the ACKs its receivers produced) minus those its source took, up to
+  // `now`: summed over every group, what is still on its way. The default is
+  // always busy: a source that cannot tell never lets a run stop early.
+  virtual bool busy_after(Timeslot /*now*/, int64_t* /*in_transit*/) { return true; }
 };
 
 // "Never" for remote_quiet_until(); small enough to add latencies to.
