@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flexlab.backends.base import dpdk_runtime_root
 from lab_cli import LAB, processes_mentioning
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,6 +98,7 @@ class Rack:
             assert st["tcp_ecn"] == "2", (i, st)  # the kernel's default, restored
         assert processes_mentioning(f"flexlab-{prefix}") == []  # ControlMasters, the emulator's scratch
         assert processes_mentioning(f"iface={self.lab.emu_if}") == []  # no emulator left
+        assert not (dpdk_runtime_root() / prefix).exists()
 
 
 @pytest.fixture(scope="module")
@@ -217,13 +219,14 @@ def test_hosts_sigkill_leftovers_removed_by_cleanup(rack, tmp_path):
     p.kill()
     p.wait(10)
     assert any(rack.state(i)["dirs"] for i in range(N))
+    deadline = time.time() + 15  # the local emulator got SIGTERM when its parent died, and drains
+    while processes_mentioning(f"iface={rack.lab.emu_if}") and time.time() < deadline:
+        time.sleep(0.2)
     c = rack.lab_cmd("cleanup", "--prefix", prefix, "--inventory", str(tmp_path / "inventory.yaml"))
     assert c.returncode == 0, c.stdout + c.stderr
     for g in rack.lab.guests:
         assert f"root@{g.ip}:22): /tmp/flexlab-{prefix}" in c.stdout, c.stdout
-    deadline = time.time() + 10  # the local emulator got SIGTERM when its parent died
-    while processes_mentioning(f"iface={rack.lab.emu_if}") and time.time() < deadline:
-        time.sleep(0.2)
+    assert f"DPDK runtime folder {dpdk_runtime_root() / prefix}" in c.stdout, c.stdout
     rack.assert_clean(prefix)
 
 
