@@ -94,7 +94,11 @@ tsan() {
 fuzz() {  # every protocol decoder, then the emulator's config and trace parsers; bounded time
   proto/run_fuzz.sh "$FUZZ_SECONDS" && JOBS=$JOBS scripts/fuzz_config.sh "$FUZZ_SECONDS"
 }
-kbuild() { proto/check_kbuild.sh && make -s -C kmod check; }  # the protocol core builds as a kernel module; kmod/ is checkpatch --strict clean
+kbuild() {  # the protocol core builds as a kernel module; kmod/ is checkpatch --strict clean and the check leaves nothing in the tree
+  proto/check_kbuild.sh && make -s -C kmod check || return 1
+  local left; left=$(git status --porcelain --ignored -- kmod proto)
+  [[ -z $left ]] || { echo "kbuild: the checks left files in the tree:"; echo "$left"; return 1; }
+}
 packaging() { packaging/test.sh build/packaging; }  # .debs installed for real (DKMS), modprobe in Debian's 6.1 kernel, module vs 6.1 + 6.12 headers (docs/deploy.md)
 kmod_vm() { kmod/vm/run.sh build; }                # flexplane.ko in Debian's kernel under QEMU/TCG (docs/kmod.md)
 
