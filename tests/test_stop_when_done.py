@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -164,3 +165,37 @@ def test_stop_when_done_must_be_a_boolean(tmp_path: Path) -> None:
     r = subprocess.run([str(BIN), "check", str(cfg)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert "stop_when_done" in r.stderr and "soon" in r.stderr
+
+
+BASE_DIR = os.environ.get("FLEXPLANE_BASE_BIN_DIR")
+
+
+@pytest.mark.skipif(not BASE_DIR, reason="set FLEXPLANE_BASE_BIN_DIR to an emulator built before stop_when_done")
+def test_stop_when_done_false_is_byte_identical_to_the_version_before(tmp_path: Path) -> None:
+    """Opt-in A/B: with stop_when_done: false every file but metadata.yaml is the
+    previous version's, byte for byte, and metadata.yaml differs only in the keys
+    added and the timings (docs/output-format.md)."""
+    base_bin = Path(BASE_DIR) / "flexplane-emulator"
+    added = {"cap_timeslots", "stop_when_done", "end_reason", "emulated_end_ms"}
+    for name, text in (("closed", CLOSED), ("open", OPEN)):
+        base_cfg = write(tmp_path, text, f"{name}_base.yaml")
+        off_cfg = write(tmp_path, text.replace("packet_log: true}", "packet_log: true, stop_when_done: false}"),
+                        f"{name}_off.yaml")
+        for b, c, out in ((base_bin, base_cfg, "base"), (BIN, off_cfg, "off")):
+            r = subprocess.run([str(b), "run", str(c), "--quiet", "--out", str(tmp_path / name / out)],
+                               capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+        base, off = tmp_path / name / "base", tmp_path / name / "off"
+        files = sorted(p.name for p in base.iterdir())
+        assert files == sorted(p.name for p in off.iterdir())
+        for f in files:
+            if f != "metadata.yaml":
+                assert (base / f).read_bytes() == (off / f).read_bytes(), (name, f)
+        mb, mo = (yaml.safe_load((d / "metadata.yaml").read_text()) for d in (base, off))
+        assert set(mo) - set(mb) == added
+        for m in (mb, mo):
+            for k in ("git_commit", "flexplane_version", "config_file", "config"):
+                m.pop(k)
+            m["results"].pop("wall_seconds")
+            m["results"].pop("peak_rss_mb", None)
+        assert {k: v for k, v in mo.items() if k not in added} == mb
