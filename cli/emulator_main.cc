@@ -41,11 +41,12 @@ void print_progress(const RunConfig& c, const EngineProgress& p) {
 void print_summary(const RunConfig& c, const RunSummary& s) {
   const double emulated_ms = s.timeslots * c.network.timeslot_ns() / 1e6;
   std::printf("%-14s flows %llu: finished %llu, unfinished %llu (lost a packet %llu, still in flight %llu); "
-              "drops %llu, marks %llu; %.2f ms emulated in %.2f s (%.1f M router hops/s) -> %s\n",
+              "drops %llu, marks %llu; %.2f ms emulated (%s) in %.2f s (%.1f M router hops/s) -> %s\n",
               c.variant.empty() ? "run" : c.variant.c_str(), (unsigned long long)s.flows,
               (unsigned long long)s.finished, (unsigned long long)(s.unfinished_lost + s.unfinished_in_flight),
               (unsigned long long)s.unfinished_lost, (unsigned long long)s.unfinished_in_flight,
-              (unsigned long long)s.drops, (unsigned long long)s.marks, emulated_ms, s.wall_seconds,
+              (unsigned long long)s.drops, (unsigned long long)s.marks, emulated_ms,
+              s.all_flows_done ? "all flows done" : "to the cap", s.wall_seconds,
               s.router_packet_hops / std::max(1e-9, s.wall_seconds) / 1e6, s.output_dir.c_str());
   std::fflush(stdout);
   // Losses outside any queue are never expected of the built-in schemes: say so loudly.
