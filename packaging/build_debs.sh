@@ -29,8 +29,9 @@ KSRC=$(sed -n 's/^KSRC := //p' "$ROOT/kmod/Makefile")
 PSRC=$(sed -n 's/^PSRC := //p' "$ROOT/kmod/Makefile")
 [[ -n $KSRC && -n $PSRC ]] || { echo "build_debs: cannot read KSRC/PSRC from kmod/Makefile" >&2; exit 1; }
 
-STAGE=$OUT/stage
-rm -rf "$STAGE" && mkdir -p "$STAGE"
+mkdir -p "$OUT"
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/flexplane-debs.XXXXXX")   # the package trees; only the .debs stay in $OUT
+trap 'rm -rf "$STAGE"' EXIT
 rm -f "$OUT"/flexplane-dkms_*.deb "$OUT"/flexplane-tc_*.deb
 
 subst() {  # template -> stdout
@@ -71,8 +72,7 @@ finish "$d" flexplane-dkms
 # --- flexplane-tc ---
 t=$STAGE/flexplane-tc
 mkdir -p "$t/DEBIAN"
-make -s -C "$ROOT/kmod" OUT="$STAGE/plugin" plugin
-"$PKG/check_tc_abi.sh" --plugin "$STAGE/plugin/q_flexplane.so"
+make -s -C "$ROOT/kmod" OUT="$STAGE/plugin" plugin   # runs check_tc_abi.sh on the plugin it built
 install -D -m 644 "$STAGE/plugin/q_flexplane.so" "$t/usr/lib/$MULTIARCH/tc/q_flexplane.so"
 strip --strip-unneeded "$t/usr/lib/$MULTIARCH/tc/q_flexplane.so"
 subst "$PKG/tc/control.in" >"$t/DEBIAN/control"
