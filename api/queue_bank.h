@@ -2,8 +2,10 @@
 // and non-empty masks, owned by the framework on behalf of a router.
 //
 // Principles
-//  - Each queue is a power-of-two ring of Packets; storage is allocated once
-//    (untouched pages cost nothing) and never grows on the fast path.
+//  - Each queue is a power-of-two ring of Packets; storage is reserved once
+//    and committed by the kernel page by page as queues reach it (untouched
+//    pages cost nothing); a bank that gets big and busy moves to huge pages,
+//    off the fast path (Slots below).
 //  - Masks make scheduling O(1): one bit per non-empty queue of a port (<= 64
 //    queues), one bit per port with any backlog.
 //  - push/pop/pop_at count enqueued/dequeued; evictions are counted by Verdicts.
@@ -16,11 +18,13 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cassert>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "api/cache_aligned.h"
@@ -51,6 +55,8 @@ class alignas(kCacheLine) QueueBank {
     const size_t nq = static_cast<size_t>(num_ports) * queues_per_port;
     // Default-initialised: large banks stay virtual until touched.
     slots_.reset(nq * stride_);
+    next_review_ = reviewed_at_ = 0;
+    settled_at_review_ = settled_;
     stamps_.reset(keep_enqueue_time ? new Timeslot[nq * stride_] : nullptr);
     queues_.assign(nq, QueueState{});
     reasons_.assign(nq, ByReason{});
@@ -202,7 +208,19 @@ class alignas(kCacheLine) QueueBank {
     }
   }
 
-  void set_now(Timeslot now) { now_ = now; }
+  // The router calls it each timeslot it runs; every kReviewTimeslots it also
+  // reviews the bank's memory (Slots::review: once big or busy, huge pages),
+  // off the per-packet path.
+  void set_now(Timeslot now) {
+    now_ = now;
+    if (__builtin_expect(now >= next_review_, 0)) review_memory(now);
+  }
+  static constexpr Timeslot kReviewTimeslots = 256;
+  static constexpr uint64_t kBusyPerTimeslot = 4;  // arrivals per timeslot that make a bank busy
+  // Memory: bytes of packet storage resident now, and whether the bank moved
+  // to huge pages (for tests and diagnostics; resident_bytes() is a system call).
+  size_t resident_bytes() const { return slots_.resident_bytes(); }
+  bool on_huge_pages() const { return slots_.huge; }
 
   // Arrivals settled so far (pushed or refused): the enqueue loop compares it
   // before and after each call to catch a scheme that lost a packet.
@@ -253,6 +271,13 @@ class alignas(kCacheLine) QueueBank {
   // A scheme's bug, not an input error: no caller could recover, and engine
   // cores are threads that cannot carry an exception out, so say what to fix
   // and end the process (status 1: not a configuration error).
+  [[gnu::cold, gnu::noinline]] void review_memory(Timeslot now) {
+    slots_.review(now > reviewed_at_ && settled_ - settled_at_review_ >= kBusyPerTimeslot * (now - reviewed_at_));
+    settled_at_review_ = settled_;
+    reviewed_at_ = now;
+    next_review_ = slots_.huge || slots_.mapped > Slots::kHugeBankBytes ? ~Timeslot{0} : now + kReviewTimeslots;
+  }
+
   [[noreturn, gnu::cold, gnu::noinline]] void undeclared_enqueue_time() const {
     std::fprintf(stderr,
                  "error: %s reads packets' enqueue times (bank().enqueue_time()) but does not declare it: add "
@@ -269,33 +294,92 @@ class alignas(kCacheLine) QueueBank {
   uint32_t ring_mask_ = 0;
   size_t stride_ = 0;  // packets between the starts of consecutive queues' rings
   Timeslot now_ = 0;
-  // Default-initialised, aligned storage (large banks stay virtual until touched).
+  // Packet storage, committed on demand (docs/design.md, "Queue memory on
+  // demand (issue 24)"): an anonymous mapping reserved on a huge-page boundary,
+  // on small pages at first (MADV_NOHUGEPAGE, so that THP "always" does not
+  // commit 2 MiB at the first touch either), so a bank costs the 4 KiB pages
+  // its queues reach. Every kReviewTimeslots, set_now() reviews the bank: once
+  // it is big (kPromotePages resident: more than a typical L1 data TLB maps)
+  // or busy (kBusyPerTimeslot arrivals per timeslot since the last review), it
+  // moves to transparent huge pages in place (MADV_HUGEPAGE + MADV_COLLAPSE):
+  // a core whose routers' queues touch more 4 KiB pages than the TLB holds
+  // runs 25% slower (measured on two racks). Huge banks are limited to
+  // kHugeBudgetBytes per process, so they add at most that to the memory of a
+  // large topology, whose hundreds of banks per core no TLB covers anyway.
+  // Banks over kHugeBankBytes stay on small pages.
   struct Slots {
     Packet* p = nullptr;
-    // Banks up to kHugeBankBytes ask for transparent huge pages: each queue's
-    // ring starts on its own 4 KiB page, so a 2-rack core touches more pages
-    // than the L1 TLB holds (measured: -25% speed). Bigger banks stay on small
-    // pages so that untouched rings cost no memory.
+    size_t mapped = 0;  // bytes mapped at p (a multiple of kHugePage)
+    bool huge = false;  // moved to huge pages
     void reset(size_t n) {
       release();
       const size_t bytes = n * sizeof(Packet);
-      align = bytes <= kHugeBankBytes ? kHugePage : kCacheLine;
-      p = static_cast<Packet*>(::operator new((bytes + align - 1) & ~(align - 1), std::align_val_t(align)));
-      if (align == kHugePage) madvise(p, (bytes + align - 1) & ~(align - 1), MADV_HUGEPAGE);  // a hint
+      if (bytes == 0) return;
+      mapped = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+      // Reserve one huge page more to align the start; return the slack.
+      void* raw = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+      if (raw == MAP_FAILED) throw std::bad_alloc();
+      const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
+      const uintptr_t a = (r + kHugePage - 1) & ~(kHugePage - 1);
+      if (a > r) munmap(raw, a - r);
+      if (a + mapped < r + mapped + kHugePage) munmap(reinterpret_cast<void*>(a + mapped), r + kHugePage - a);
+      p = reinterpret_cast<Packet*>(a);
+      madvise(p, mapped, MADV_NOHUGEPAGE);  // a hint
     }
     void release() {
-      if (p) ::operator delete(p, std::align_val_t(align));
+      if (huge) huge_bytes().fetch_sub(mapped, std::memory_order_relaxed);
+      if (p) munmap(p, mapped);
       p = nullptr;
+      mapped = 0;
+      huge = false;
     }
+    // Bytes of the bank the kernel holds in memory (4 KiB pages resident).
+    size_t resident_bytes() const {
+      if (!p) return 0;
+      const size_t page = kSmallPage, pages = mapped / page;
+      std::vector<unsigned char> v(pages);
+      if (mincore(p, mapped, v.data()) != 0) return 0;
+      size_t n = 0;
+      for (unsigned char b : v) n += b & 1;
+      return n * page;
+    }
+    // Move to huge pages if big or busy and the budget allows; true if moved.
+    bool review(bool busy) {
+      if (huge || !p || mapped > kHugeBankBytes) return false;
+      if (!busy && resident_bytes() < kPromotePages * kSmallPage) return false;
+      size_t used = huge_bytes().load(std::memory_order_relaxed);
+      do {
+        if (used + mapped > kHugeBudgetBytes) return false;
+      } while (!huge_bytes().compare_exchange_weak(used, used + mapped, std::memory_order_relaxed));
+      huge = true;
+      madvise(p, mapped, MADV_HUGEPAGE);  // a hint: later faults take huge pages
+      // And the pages already there move now: MADV_COLLAPSE (Linux >= 6.1; not
+      // in glibc's <sys/mman.h> before 2.37). An older kernel refuses it
+      // (EINVAL) and khugepaged collapses them in its own time.
+      constexpr int kMadvCollapse = 25;
+      madvise(p, mapped, kMadvCollapse);
+      return true;
+    }
+    // Bytes of banks on huge pages in this process (against kHugeBudgetBytes).
+    static std::atomic<size_t>& huge_bytes() {
+      static std::atomic<size_t> bytes{0};
+      return bytes;
+    }
+    static constexpr size_t kSmallPage = 4096;
     static constexpr size_t kHugePage = size_t{2} << 20;
+    static constexpr size_t kPromotePages = 64;
+    static constexpr size_t kHugeBudgetBytes = size_t{64} << 20;
     static constexpr size_t kHugeBankBytes = size_t{32} << 20;
-    size_t align = kCacheLine;
     Packet& operator[](size_t i) const { return p[i]; }
     Slots() = default;
     Slots(const Slots&) = delete;
     Slots& operator=(const Slots&) = delete;
     ~Slots() { release(); }
   } slots_;
+  Timeslot next_review_ = 0;  // set_now() reviews the bank's pages from this timeslot on
+  Timeslot reviewed_at_ = 0;  // and did last at this one,
+  uint64_t settled_at_review_ = 0;  // when settled_ was this
   std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
   cache_vector<QueueState> queues_;
   struct PortState {

@@ -5,6 +5,7 @@
 // take the same path. route() is a couple of loads: no virtual call.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -25,8 +26,17 @@ class RoutingTable {
       groups_.resize(dst + 1);
       direct_.resize(dst + 1, kNoRoute);
     }
-    groups_[dst] = Group{static_cast<uint32_t>(ports_.size()), static_cast<uint16_t>(ports.size())};
-    ports_.insert(ports_.end(), ports.begin(), ports.end());
+    // Destinations set one after another mostly share a group (a fat tree's
+    // edge router sends every other pod's endpoints up the same k/2 ports):
+    // such a group is stored once, so a k = 32 tree's tables take megabytes,
+    // not 600 MB (docs/design.md, "Queue memory on demand (issue 24)").
+    const bool same = last_.count == ports.size() && last_.count > 0 &&
+                      std::equal(ports.begin(), ports.end(), ports_.begin() + last_.first);
+    if (!same) {
+      last_ = Group{static_cast<uint32_t>(ports_.size()), static_cast<uint16_t>(ports.size())};
+      ports_.insert(ports_.end(), ports.begin(), ports.end());
+    }
+    groups_[dst] = last_;
     direct_[dst] = ports.size() == 1 ? ports[0] : kEcmp;
   }
 
@@ -56,6 +66,7 @@ class RoutingTable {
   std::vector<PortId> direct_;  // the port, kEcmp, or kNoRoute
   std::vector<Group> groups_;
   std::vector<PortId> ports_;
+  Group last_;  // the group set last (its ports end ports_)
 };
 
 }  // namespace flexplane
