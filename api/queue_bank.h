@@ -275,7 +275,7 @@ class alignas(kCacheLine) QueueBank {
     slots_.review(now > reviewed_at_ && settled_ - settled_at_review_ >= kBusyPerTimeslot * (now - reviewed_at_));
     settled_at_review_ = settled_;
     reviewed_at_ = now;
-    next_review_ = slots_.huge || slots_.mapped > Slots::kHugeBankBytes ? ~Timeslot{0} : now + kReviewTimeslots;
+    next_review_ = slots_.huge || slots_.mapped() > Slots::kHugeBankBytes ? ~Timeslot{0} : now + kReviewTimeslots;
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void undeclared_enqueue_time() const {
@@ -308,14 +308,18 @@ class alignas(kCacheLine) QueueBank {
   // large topology, whose hundreds of banks per core no TLB covers anyway.
   // Banks over kHugeBankBytes stay on small pages.
   struct Slots {
+    // 16 bytes, so that the fields after it (queues_ ... nonempty_ports_, read
+    // on every push) stay on the bank's first two cache lines.
     Packet* p = nullptr;
-    size_t mapped = 0;  // bytes mapped at p (a multiple of kHugePage)
-    bool huge = false;  // moved to huge pages
+    uint32_t huge_pages = 0;  // kHugePage units mapped at p
+    bool huge = false;        // moved to huge pages
+    size_t mapped() const { return size_t{huge_pages} * kHugePage; }
     void reset(size_t n) {
       release();
       const size_t bytes = n * sizeof(Packet);
       if (bytes == 0) return;
-      mapped = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+      const size_t mapped = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+      huge_pages = static_cast<uint32_t>(mapped / kHugePage);
       // Reserve one huge page more to align the start; return the slack.
       void* raw = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                        -1, 0);
@@ -323,29 +327,30 @@ class alignas(kCacheLine) QueueBank {
       const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
       const uintptr_t a = (r + kHugePage - 1) & ~(kHugePage - 1);
       if (a > r) munmap(raw, a - r);
-      if (a + mapped < r + mapped + kHugePage) munmap(reinterpret_cast<void*>(a + mapped), r + kHugePage - a);
+      munmap(reinterpret_cast<void*>(a + mapped), r + kHugePage - a);  // > 0: a < r + kHugePage
       p = reinterpret_cast<Packet*>(a);
       madvise(p, mapped, MADV_NOHUGEPAGE);  // a hint
     }
     void release() {
-      if (huge) huge_bytes().fetch_sub(mapped, std::memory_order_relaxed);
-      if (p) munmap(p, mapped);
+      if (huge) huge_bytes().fetch_sub(mapped(), std::memory_order_relaxed);
+      if (p) munmap(p, mapped());
       p = nullptr;
-      mapped = 0;
+      huge_pages = 0;
       huge = false;
     }
     // Bytes of the bank the kernel holds in memory (4 KiB pages resident).
     size_t resident_bytes() const {
       if (!p) return 0;
-      const size_t page = kSmallPage, pages = mapped / page;
+      const size_t page = kSmallPage, pages = mapped() / page;
       std::vector<unsigned char> v(pages);
-      if (mincore(p, mapped, v.data()) != 0) return 0;
+      if (mincore(p, mapped(), v.data()) != 0) return 0;
       size_t n = 0;
       for (unsigned char b : v) n += b & 1;
       return n * page;
     }
     // Move to huge pages if big or busy and the budget allows; true if moved.
     bool review(bool busy) {
+      const size_t mapped = this->mapped();
       if (huge || !p || mapped > kHugeBankBytes) return false;
       if (!busy && resident_bytes() < kPromotePages * kSmallPage) return false;
       size_t used = huge_bytes().load(std::memory_order_relaxed);
@@ -378,8 +383,6 @@ class alignas(kCacheLine) QueueBank {
     ~Slots() { release(); }
   } slots_;
   Timeslot next_review_ = 0;  // set_now() reviews the bank's pages from this timeslot on
-  Timeslot reviewed_at_ = 0;  // and did last at this one,
-  uint64_t settled_at_review_ = 0;  // when settled_ was this
   std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
   cache_vector<QueueState> queues_;
   struct PortState {
@@ -391,6 +394,8 @@ class alignas(kCacheLine) QueueBank {
   cache_vector<uint64_t> nonempty_ports_;
   std::vector<ByReason> reasons_;  // per queue; cold, so last: the fields above share two cache lines
   const char* reader_ = nullptr;   // see set_reader(); written once per batch, read only by the message
+  Timeslot reviewed_at_ = 0;        // the last review of the bank's memory (review_memory),
+  uint64_t settled_at_review_ = 0;  // when settled_ was this
 };
 
 }  // namespace flexplane
