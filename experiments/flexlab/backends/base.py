@@ -7,7 +7,7 @@ import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from flexlab.procs import Proc, Processes
 
@@ -70,6 +70,30 @@ def host_ip(i: int) -> str:
 def host_ip6(i: int) -> str:
     """Host i's IPv6 address (lab.ipv6): fd77::a, fd77::b, ... (10 + i in hex)."""
     return f"fd77::{10 + i:x}"
+
+
+def map_program_argv(argv: list[str], program_dir: str, out_dir: str,
+                     place_input: Callable[[Path], str]) -> tuple[list[str], list[tuple[str, Path]]]:
+    """A workload program's argv for a host with its own file system: the
+    program (argv[0], from bin_dir) is taken from program_dir, each `--out
+    FILE` is written to out_dir (returned as (out_dir, FILE's folder) pairs
+    to copy back when the program ends), and each `cdf:FILE` is copied in
+    by place_input(FILE), which returns the path on the host."""
+    mapped: list[str] = []
+    fetch: list[tuple[str, Path]] = []
+    it = iter(argv)
+    for a in it:
+        if not mapped and "/" in a:
+            a = f"{program_dir}/{Path(a).name}"
+        elif a == "--out":
+            local = Path(next(it))
+            fetch.append((out_dir, local.parent))
+            mapped += [a, f"{out_dir}/{local.name}"]
+            continue
+        elif a.startswith("cdf:") and Path(a[4:]).is_file():
+            a = "cdf:" + place_input(Path(a[4:]))
+        mapped.append(a)
+    return mapped, fetch
 
 
 @dataclass

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import yaml
 
-from flexlab.backends.base import Backend, LabSettings, remove_dpdk_runtime
-from flexlab.backends.qemu import _endpoint_counters
+from flexlab.backends.base import Backend, LabSettings, map_program_argv, remove_dpdk_runtime
+from flexlab.backends.qemu import wait_qdiscs_drained, write_qdisc_counters
 from flexlab.backends.ssh import Ssh, start_remote
 from flexlab.errors import LabError
 from flexlab.inventory import Inventory
@@ -326,22 +326,10 @@ class HostsBackend(Backend):
     def stop_endpoints(self, out_dir: Path) -> None:
         """Waits (bounded) until no qdisc holds a packet or owes a verdict,
         then writes each host's counters as the qemu backend does."""
-        deadline = time.monotonic() + 15
-        while True:
-            stats = self._qdisc()
-            if all(x.get("held") == 0 and x.get("pending") == 0 for x in stats) or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        stats = wait_qdiscs_drained(self._qdisc)
         for i, (c, st) in enumerate(zip(self.ssh, stats)):
-            d = out_dir / f"h{i}"
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "qdisc.json").write_text(json.dumps(st, indent=1))
             net = parse_netstat(c.text("cat /proc/net/netstat /proc/net/snmp /proc/net/snmp6 2>/dev/null; true"))
-            for name, counters in (("endpoint_counters.csv", _endpoint_counters(st)), ("netstat.csv", net)):
-                with open(d / name, "w") as f:
-                    f.write("counter,value\n")
-                    for k, v in counters.items():
-                        f.write(f"{k},{v}\n")
+            write_qdisc_counters(out_dir / f"h{i}", st, net)
 
     def run_on_host(self, host: int, name: str, argv: list[str], log: Path) -> Proc:
         """argv on host `host`, from its own folder in the run folder:
@@ -350,23 +338,13 @@ class HostsBackend(Backend):
         c = self.ssh[host]
         self.seq += 1
         pdir = f"{self.rdir}/p{self.seq}"
-        rargv: list[str] = []
-        fetch: list[tuple[str, Path]] = []
         c.run(f"mkdir -p {pdir}/out", what="creating a program folder")
-        it = iter(argv)
-        for a in it:
-            if not rargv and "/" in a:
-                a = f"{self.rdir}/{Path(a).name}"
-            elif a == "--out":
-                local = Path(next(it))
-                fetch.append((f"{pdir}/out", local.parent))
-                rargv += [a, f"{pdir}/out/{local.name}"]
-                continue
-            elif a.startswith("cdf:") and Path(a[4:]).is_file():
-                rpath = f"{pdir}/in-{Path(a[4:]).name}"
-                c.put(Path(a[4:]).read_bytes(), rpath)
-                a = f"cdf:{rpath}"
-            rargv.append(a)
+
+        def place_input(f: Path) -> str:
+            c.put(f.read_bytes(), f"{pdir}/in-{f.name}")
+            return f"{pdir}/in-{f.name}"
+
+        rargv, fetch = map_program_argv(argv, self.rdir, f"{pdir}/out", place_input)
         return start_remote(self.procs, c, name, pdir, rargv, log, fetch)
 
     @classmethod

@@ -33,7 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from flexlab.backends.base import EMULATOR_IP, Backend, LabSettings, host_ip, remove_dpdk_runtime
+from flexlab.backends.base import (EMULATOR_IP, Backend, LabSettings, host_ip, map_program_argv,
+                                   remove_dpdk_runtime)
 from flexlab.backends.netns import NetnsBackend, _run, list_netns
 from flexlab.errors import LabError
 from flexlab.procs import Proc, kill_pids, pids_in_netns
@@ -141,6 +142,30 @@ def _endpoint_counters(q: dict) -> dict[str, int]:
     }
 
 
+
+def wait_qdiscs_drained(read_stats, timeout_s: float = 15) -> list[dict]:
+    """The qdiscs' statistics (read_stats(): one dict per host) once none
+    holds a packet or owes a verdict, or as they are after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = read_stats()
+        if all(x.get("held") == 0 and x.get("pending") == 0 for x in stats) or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.5)
+
+
+def write_qdisc_counters(d: Path, qdisc: dict, netstat: dict[str, int]) -> None:
+    """A host's endpoint outputs (backends with the flexplane qdisc): qdisc.json
+    (every counter), endpoint_counters.csv (the netns endpoint's names) and
+    netstat.csv (the host's TCP/IP counters)."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "qdisc.json").write_text(json.dumps(qdisc, indent=1))
+    for name, counters in (("endpoint_counters.csv", _endpoint_counters(qdisc)), ("netstat.csv", netstat)):
+        with open(d / name, "w") as f:
+            f.write("counter,value\n")
+            for k, v in counters.items():
+                f.write(f"{k},{v}\n")
+
 class QemuBackend(Backend):
     name = "qemu"
     _images: dict[str, dict[str, str]] = {}  # bin_dir -> KERNEL / INITRD / KVER (built once per process)
@@ -247,21 +272,9 @@ class QemuBackend(Backend):
 
     def _write_endpoint_counters(self, out_dir: Path) -> None:
         assert self.lab is not None
-        deadline = time.monotonic() + 15
-        while True:
-            stats = [g.xstats() for g in self.lab.guests]
-            if all(x["held"] == 0 and x["pending"] == 0 for x in stats) or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        stats = wait_qdiscs_drained(lambda: [g.xstats() for g in self.lab.guests])
         for g, st in zip(self.lab.guests, stats):
-            d = out_dir / f"h{g.i}"
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "qdisc.json").write_text(json.dumps(st, indent=1))
-            for name, counters in (("endpoint_counters.csv", _endpoint_counters(st)), ("netstat.csv", g.netstat())):
-                with open(d / name, "w") as f:
-                    f.write("counter,value\n")
-                    for k, v in counters.items():
-                        f.write(f"{k},{v}\n")
+            write_qdisc_counters(out_dir / f"h{g.i}", st, g.netstat())
 
     def run_on_host(self, host: int, name: str, argv: list[str], log: Path) -> Proc:
         """Runs argv in VM `host`: programs from bin_dir are in the guest's /sbin,
@@ -270,26 +283,17 @@ class QemuBackend(Backend):
         g = self.lab.guests[host]
         self.seq += 1
         tag = f"p{self.seq}"
-        gargv: list[str] = []
-        fetch: list[tuple[str, Path]] = []
+        gdir = f"/tmp/fp/{tag}"
         pre: list[str] = []
-        it = iter(argv)
-        for a in it:
-            if not gargv and "/" in a:
-                a = f"/sbin/{Path(a).name}"
-            elif a == "--out":
-                host_out = Path(next(it))
-                gdir = f"/tmp/fp/{tag}/out"
-                pre.append(f"mkdir -p {gdir}")
-                fetch.append((gdir, host_out.parent))
-                gargv += [a, f"{gdir}/{host_out.name}"]
-                continue
-            elif a.startswith("cdf:") and Path(a[4:]).is_file():
-                gpath = f"/tmp/fp/{tag}/in-{Path(a[4:]).name}"
-                data = base64.b64encode(Path(a[4:]).read_bytes()).decode()
-                pre.append(f"mkdir -p /tmp/fp/{tag}; echo {data} | base64 -d > {gpath}")
-                a = f"cdf:{gpath}"
-            gargv.append(a)
+
+        def place_input(f: Path) -> str:
+            data = base64.b64encode(f.read_bytes()).decode()
+            pre.append(f"mkdir -p {gdir}; echo {data} | base64 -d > {gdir}/in-{f.name}")
+            return f"{gdir}/in-{f.name}"
+
+        gargv, fetch = map_program_argv(argv, "/sbin", f"{gdir}/out", place_input)
+        if fetch:
+            pre.insert(0, f"mkdir -p {gdir}/out")
         try:
             for cmd in pre:
                 g.sh(cmd)
