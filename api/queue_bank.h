@@ -18,6 +18,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cstdint>
@@ -268,9 +269,7 @@ class alignas(kCacheLine) QueueBank {
     if (--ps.packets == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
   }
 
-  // A scheme's bug, not an input error: no caller could recover, and engine
-  // cores are threads that cannot carry an exception out, so say what to fix
-  // and end the process (status 1: not a configuration error).
+  // Every kReviewTimeslots (set_now): huge pages once big or busy (Slots::review).
   [[gnu::cold, gnu::noinline]] void review_memory(Timeslot now) {
     slots_.review(now > reviewed_at_ && settled_ - settled_at_review_ >= kBusyPerTimeslot * (now - reviewed_at_));
     settled_at_review_ = settled_;
@@ -278,6 +277,9 @@ class alignas(kCacheLine) QueueBank {
     next_review_ = slots_.huge || slots_.mapped() > Slots::kHugeBankBytes ? ~Timeslot{0} : now + kReviewTimeslots;
   }
 
+  // A scheme's bug, not an input error: no caller could recover, and engine
+  // cores are threads that cannot carry an exception out, so say what to fix
+  // and end the process (status 1: not a configuration error).
   [[noreturn, gnu::cold, gnu::noinline]] void undeclared_enqueue_time() const {
     std::fprintf(stderr,
                  "error: %s reads packets' enqueue times (bank().enqueue_time()) but does not declare it: add "
@@ -341,12 +343,17 @@ class alignas(kCacheLine) QueueBank {
     // Bytes of the bank the kernel holds in memory (4 KiB pages resident).
     size_t resident_bytes() const {
       if (!p) return 0;
-      const size_t page = kSmallPage, pages = mapped() / page;
-      std::vector<unsigned char> v(pages);
-      if (mincore(p, mapped(), v.data()) != 0) return 0;
+      // In chunks through a buffer on the stack: reviews run every
+      // kReviewTimeslots for each small bank, so no heap allocation here.
+      constexpr size_t kChunkPages = 512;
+      unsigned char v[kChunkPages];
       size_t n = 0;
-      for (unsigned char b : v) n += b & 1;
-      return n * page;
+      for (size_t off = 0; off < mapped(); off += kChunkPages * kSmallPage) {
+        const size_t len = std::min(mapped() - off, kChunkPages * kSmallPage);
+        if (mincore(reinterpret_cast<char*>(p) + off, len, v) != 0) return 0;
+        for (size_t i = 0; i < len / kSmallPage; ++i) n += v[i] & 1;
+      }
+      return n * kSmallPage;
     }
     // Move to huge pages if big or busy and the budget allows; true if moved.
     bool review(bool busy) {
