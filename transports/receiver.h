@@ -60,6 +60,26 @@ class Receiver {
   uint32_t next_expected() const { return rcv_nxt_; }
   const ReceiverStats& stats() const { return stats_; }
 
+  // Once every packet of a flow of `size` packets has arrived
+  // (next_expected() == size) and no ACK is pending (idle()), the receiver
+  // answers each further packet (a spurious retransmission) with one ACK
+  // that depends on a single bit of state: RFC 3168's latched ECE. An owner
+  // with many flows may keep that bit (ece_latched()), free the receiver and
+  // answer with complete_ack(), identically (receiver_test.cc).
+  bool idle() const { return pending_ == 0 && delack_deadline_ == kNever; }
+  bool ece_latched() const { return ece_latched_; }
+  static Ack complete_ack(EcnEcho echo, uint32_t size, uint32_t seq, bool ce, bool cwr, bool* ece_latched) {
+    bool ece = false;
+    if (echo == EcnEcho::kRfc3168) {
+      if (cwr) *ece_latched = false;
+      if (ce) *ece_latched = true;
+      ece = *ece_latched;
+    } else if (echo == EcnEcho::kPerPacket) {
+      ece = ce;  // nothing pending: the state follows this packet
+    }
+    return Ack{size, seq, ece};  // no hole: no SACK blocks
+  }
+
  private:
   bool have(uint32_t seq) const;
   void remember(uint32_t seq);

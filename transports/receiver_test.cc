@@ -104,3 +104,47 @@ TEST_CASE("receiver: the delayed-ACK timer flushes a lone packet", "[transports]
 TEST_CASE("receiver: bad configuration is refused", "[transports][receiver]") {
   REQUIRE_THROWS_WITH(Receiver(EcnEcho::kNone, 0), Catch::Contains("ack_every_pkts"));
 }
+
+TEST_CASE("receiver: once complete, complete_ack answers late duplicates as the receiver does",
+          "[transports][receiver]") {
+  // A flow's packets arrive shuffled (holes, duplicates, random CE and CWR), with SACK on;
+  // once every one has arrived the receiver is idle and each further duplicate gets the same
+  // ACK from the freed state (one latched bit) as from the receiver itself, in every echo mode.
+  uint64_t x = 12345;
+  auto next = [&](uint32_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>((x >> 33) % n);
+  };
+  for (EcnEcho echo : {EcnEcho::kNone, EcnEcho::kRfc3168, EcnEcho::kPerPacket}) {
+    for (uint32_t trial = 0; trial < 50; ++trial) {
+      INFO("echo " << static_cast<int>(echo) << ", trial " << trial);
+      const uint32_t size = 1 + next(40);
+      Receiver r(echo, 1, 1, 3);
+      std::vector<bool> seen(size, false);
+      uint32_t left = size;
+      Timeslot now = 0;
+      while (left) {
+        const uint32_t seq = next(size);
+        left -= !seen[seq];
+        seen[seq] = true;
+        r.on_data(seq, next(3) == 0, next(4) == 0, now++);
+      }
+      REQUIRE(r.next_expected() == size);
+      REQUIRE(r.idle());
+      bool latched = r.ece_latched();
+      for (uint32_t k = 0; k < 20; ++k) {
+        const uint32_t seq = next(size);
+        const bool ce = next(2), cwr = next(3) == 0;
+        const Receiver::Acks a = r.on_data(seq, ce, cwr, now++);
+        const Ack b = Receiver::complete_ack(echo, size, seq, ce, cwr, &latched);
+        REQUIRE(a.n == 1);
+        REQUIRE(a.ack[0].cum_ack == b.cum_ack);
+        REQUIRE(a.ack[0].trigger_seq == b.trigger_seq);
+        REQUIRE(a.ack[0].ece == b.ece);
+        REQUIRE(a.ack[0].sack_count == 0);
+        REQUIRE(b.sack_count == 0);
+        REQUIRE(latched == r.ece_latched());
+      }
+    }
+  }
+}

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <mutex>
 #include <queue>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 
 #include "api/params.h"
 #include "api/router.h"
 #include "emulator/traffic/closed_loop_internal.h"
+#include "emulator/traffic/closed_loop_nic.h"
 #include "emulator/traffic/flow_traffic.h"
 #include "transports/receiver.h"
 #include "transports/tcp_sender.h"
@@ -70,15 +72,20 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   // Groups: the endpoints of each router that has endpoints, in router order (as the engine groups them).
   std::vector<int32_t> group_of_router(topology.routers.size(), -1);
   group_of.resize(topology.num_endpoints);
-  for (EndpointId e = 0; e < topology.num_endpoints; ++e) {
+  for (uint32_t e = 0; e < topology.num_endpoints; ++e) {  // not EndpointId: 65,536 endpoints at k = 64
     int32_t& g = group_of_router[topology.endpoint_port[e].router];
     if (g < 0) g = 0;  // numbered below, in router order
   }
   num_groups = 0;
   for (auto& g : group_of_router)
     if (g >= 0) g = static_cast<int32_t>(num_groups++);
-  for (EndpointId e = 0; e < topology.num_endpoints; ++e)
+  for (uint32_t e = 0; e < topology.num_endpoints; ++e)
     group_of[e] = static_cast<uint32_t>(group_of_router[topology.endpoint_port[e].router]);
+  local_index.resize(topology.num_endpoints);
+  {
+    std::vector<uint32_t> count(num_groups, 0);
+    for (uint32_t e = 0; e < topology.num_endpoints; ++e) local_index[e] = count[group_of[e]]++;
+  }
 
   progress.reset(new GroupProgress[num_groups]);
   ack_stats.reset(new GroupAckStats[num_groups]);
@@ -86,12 +93,19 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   ack_queueing = config.ack_queueing;
   tor.assign(num_groups, nullptr);
   arrival_index.assign(flows.size(), 0);
+  group_flow_begin.assign(num_groups + 1, 0);
+  for (const FlowSpec& fl : flows) ++group_flow_begin[group_of[fl.src] + 1];
+  for (uint32_t g = 0; g < num_groups; ++g) group_flow_begin[g + 1] += group_flow_begin[g];
+  group_flows.resize(flows.size());
   {
-    std::vector<uint32_t> count(num_groups, 0);  // flows are in start order: the source's arrival order
-    for (const FlowSpec& fl : flows) arrival_index[fl.id] = count[group_of[fl.src]]++;
+    std::vector<uint32_t> fill(group_flow_begin.begin(), group_flow_begin.end() - 1);
+    for (const FlowSpec& fl : flows) {  // flows are in start order: the source's arrival order
+      const uint32_t g = group_of[fl.src];
+      arrival_index[fl.id] = fill[g] - group_flow_begin[g];
+      group_flows[fill[g]++] = fl.id;
+    }
   }
   local.resize(num_groups);
-  channels.resize(size_t{num_groups} * num_groups);
   mail_words = (num_groups + 63) / 64;
   mail.reset(new std::atomic<uint64_t>[size_t{num_groups} * mail_words]);
   for (size_t i = 0; i < size_t{num_groups} * mail_words; ++i) mail[i].store(0, std::memory_order_relaxed);
@@ -101,7 +115,13 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   nics.assign(num_groups, nullptr);
   base_rtt.resize(flows.size());
   receivers.resize(flows.size());
+  complete_ece.assign(flows.size(), 0);
   outcomes.resize(flows.size());
+  struct Pair {
+    uint32_t writer, reader;
+    Timeslot d;
+  };
+  std::vector<Pair> pairs;  // (the receivers' group, the senders' group, ACK latency), one per flow between groups
   for (const FlowSpec& fl : flows) {
     Topology::Path fwd, rev;
     const bool ok_fwd = topology.find_path(fl.src, fl.dst, fl.id, &fwd);
@@ -122,12 +142,33 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
       ack_port[fl.id] = topology.routers[topology.endpoint_port[fl.dst].router].routes.route(a);
     }
     const uint32_t g = group_of[fl.src], h = group_of[fl.dst];
-    if (g != h) {
-      auto& c = channels[size_t{h} * num_groups + g];
-      if (!c) c = std::make_unique<AckChannel>();
-      c->d_min = std::min(c->d_min, d);
-    }
+    if (g != h) pairs.push_back({h, g, d});
   }
+  // One channel per pair, with the smallest latency of its flows; listed by
+  // writer (pairs sorted so) and by reader (counted into place).
+  std::sort(pairs.begin(), pairs.end(),
+            [](const Pair& a, const Pair& b) { return std::tie(a.writer, a.reader) < std::tie(b.writer, b.reader); });
+  out_begin.assign(num_groups + 1, 0);
+  in_begin.assign(num_groups + 1, 0);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const Pair& p = pairs[i];
+    if (i == 0 || p.writer != pairs[i - 1].writer || p.reader != pairs[i - 1].reader) {
+      channels.push_back(std::make_unique<AckChannel>());
+      out_refs.push_back({p.reader, channels.back().get()});
+      ++out_begin[p.writer + 1];
+      ++in_begin[p.reader + 1];
+    }
+    channels.back()->d_min = std::min(channels.back()->d_min, p.d);
+  }
+  for (uint32_t g = 0; g < num_groups; ++g) {
+    out_begin[g + 1] += out_begin[g];
+    in_begin[g + 1] += in_begin[g];
+  }
+  in_refs.resize(out_refs.size());
+  std::vector<uint32_t> fill(in_begin.begin(), in_begin.end() - 1);
+  for (uint32_t w = 0; w < num_groups; ++w)  // writers in order: each reader's list comes out sorted by writer
+    for (uint32_t i = out_begin[w]; i < out_begin[w + 1]; ++i)
+      in_refs[fill[out_refs[i].group]++] = {w, out_refs[i].channel};
 }
 
 namespace {
@@ -163,18 +204,21 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       : sh_(sh), stamping_(stamping), first_sent_(first_sent), nics_(group.size()) {
     group_ = sh.group_of[group.front()];
     sh.nics[group_] = this;
-    local_of_.assign(sh.group_of.size(), -1);
-    for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
-    for (const auto& f : sh.flows)
-      if (local_of_[f.src] >= 0) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of_[f.src]), local_of_[f.dst] < 0});
+    for (size_t i = 0; i < group.size(); ++i)  // the engine's groups are ClosedLoopShared's
+      if (sh.group_of[group[i]] != group_ || sh.local_index[group[i]] != i)
+        throw std::logic_error("closed loop: endpoint group differs from the engine's");
+    for (uint32_t i = sh.group_flow_begin[group_]; i < sh.group_flow_begin[group_ + 1]; ++i) {
+      const FlowSpec& f = sh.flows[sh.group_flows[i]];
+      arrivals_.push_back({f.id, sh.local_index[f.src], sh.group_of[f.dst] != group_});
+    }
     senders_.resize(arrivals_.size());
     queued_timer_.assign(arrivals_.size(), kNever);
     in_nic_.assign(arrivals_.size(), 0);
     next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
     for (size_t i = arrivals_.size(); i-- > 0;)
       next_remote_start_[i] = arrivals_[i].remote ? sh.flows[arrivals_[i].flow].start : next_remote_start_[i + 1];
-    for (uint32_t h = 0; h < sh.num_groups; ++h)
-      if (AckChannel* c = sh.channels[size_t{h} * sh.num_groups + group_].get()) inbound_.push_back({h, c->d_min, 0});
+    for (uint32_t i = sh.in_begin[group_]; i < sh.in_begin[group_ + 1]; ++i)  // sorted by writer
+      inbound_.push_back({sh.in_refs[i].group, sh.in_refs[i].channel->d_min, 0, sh.in_refs[i].channel});
   }
 
   uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
@@ -208,6 +252,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       const uint32_t a = static_cast<uint32_t>(next_arrival_++);
       const FlowSpec& f = sh_.flows[arrivals_[a].flow];
       senders_[a] = std::make_unique<TcpSender>(sh_.settings, f.size_pkts, sh_.base_rtt[f.id]);
+      ++sh_.nic_stats[group_].senders;
       ++active_;
       active_remote_ += arrivals_[a].remote;
       after_event(a, now);
@@ -217,35 +262,33 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     for (size_t w = 0; w < busy_.size(); ++w)
       for (uint64_t bits = busy_[w]; bits; bits &= bits - 1) {
         const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
-        Nic& nic = nics_[l];
-        const NicEntry e = nic.queue[nic.head];
+        NicFifo& nic = nics_[l];
+        const NicSlot e = nic.front();
         const Arrival& ar = arrivals_[e.arrival];
         const FlowSpec& f = sh_.flows[ar.flow];
         Packet& p = out[n];
         p = Packet{};
         p.flow = f.id;
-        p.seq = e.seg.seq;
+        p.seq = e.seq;
         p.src = f.src;
         p.dst = f.dst;
         p.size_bytes = stamping_.packet_bytes;
-        p.flags = static_cast<uint8_t>((e.seg.ect ? kFlagEct : 0) | (e.seg.cwr ? kFlagCwr : 0));
+        p.flags = static_cast<uint8_t>((e.flags & NicSlot::kEct ? kFlagEct : 0) | (e.flags & NicSlot::kCwr ? kFlagCwr : 0));
         p.priority = stamping_.priority == PriorityStamp::kFlowSize        ? f.size_pkts
-                     : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - e.seg.seq
+                     : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - e.seq
                                                                            : 0;
         p.custom[0] = stamping_.slack_ns;
         local[n++] = l;
         if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
         NicWaitStats& ns = sh_.nic_stats[group_].s;
-        ns.waited += now - e.queued;
-        ns.max_wait = std::max<uint64_t>(ns.max_wait, now - e.queued);
-        ns.waits.add(now - e.queued);
+        const Timeslot wait = e.wait(now);
+        ns.waited += wait;
+        ns.max_wait = std::max<uint64_t>(ns.max_wait, wait);
+        ns.waits.add(wait);
         remote_queued_ -= ar.remote;
         --in_nic_[e.arrival];
-        if (++nic.head == nic.queue.size()) {
-          nic.queue.clear();
-          nic.head = 0;
-          busy_[w] &= ~(1ull << (l & 63));
-        }
+        nic.pop();
+        if (nic.empty()) busy_[w] &= ~(1ull << (l & 63));
       }
     return n;
   }
@@ -275,10 +318,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     return false;
   }
 
-  uint32_t nic_backlog(EndpointId e) const override {
-    const Nic& nic = nics_[local_of_[e]];
-    return static_cast<uint32_t>(nic.queue.size() - nic.head);
-  }
+  uint32_t nic_backlog(EndpointId e) const override { return nics_[sh_.local_index[e]].size(); }
 
  private:
   struct Arrival {
@@ -286,19 +326,11 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     uint32_t local;
     bool remote;  // destination outside the group
   };
-  struct NicEntry {
-    uint32_t arrival;  // the flow's index in arrivals_ (its flow id and `remote` are there)
-    Segment seg;
-    Timeslot queued;   // joined the FIFO (NicWaitStats)
-  };
-  struct Nic {
-    std::vector<NicEntry> queue;  // FIFO from head
-    size_t head = 0;
-  };
   struct Inbound {
     uint32_t from;
     Timeslot d_min;      // its channel's smallest ACK latency (copied: read every timeslot)
     Timeslot confirmed;  // every ACK the sender group produced before this is in pending_
+    AckChannel* channel;
   };
 
   uint32_t arrival_of(uint32_t flow) const { return sh_.arrival_index[flow]; }
@@ -348,7 +380,9 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       if (!words[w].load(std::memory_order_relaxed)) continue;
       for (uint64_t bits = words[w].exchange(0, std::memory_order_acq_rel); bits; bits &= bits - 1) {
         const uint32_t from = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
-        sh_.channels[size_t{from} * sh_.num_groups + group_]->drain(pending_buffer_);
+        const auto in = std::lower_bound(inbound_.begin(), inbound_.end(), from,
+                                         [](const Inbound& i, uint32_t g) { return i.from < g; });
+        in->channel->drain(pending_buffer_);
       }
     }
     for (const AckMsg& m : pending_buffer_) pending_.push(m);
@@ -360,10 +394,11 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   void after_event(uint32_t a, Timeslot now) {
     TcpSender& s = *senders_[a];
     const Arrival& ar = arrivals_[a];
-    Nic& nic = nics_[ar.local];
+    NicFifo& nic = nics_[ar.local];
     while (const std::optional<Segment> seg = s.next_send(now)) {
-      if (nic.queue.size() == nic.head) busy_bit(ar.local);
-      nic.queue.push_back({a, *seg, now});
+      if (nic.empty()) busy_bit(ar.local);
+      nic.push({a, seg->seq, static_cast<uint32_t>(now),
+                static_cast<uint8_t>((seg->ect ? NicSlot::kEct : 0) | (seg->cwr ? NicSlot::kCwr : 0))});
       ++in_nic_[a];
       remote_queued_ += ar.remote;
     }
@@ -375,6 +410,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       o.timeouts = static_cast<uint32_t>(st.timeouts);
       o.ecn_reductions = static_cast<uint32_t>(st.ecn_reductions);
       senders_[a].reset();
+      --sh_.nic_stats[group_].senders;
       queued_timer_[a] = kNever;
       --active_;
       active_remote_ -= ar.remote;
@@ -396,7 +432,6 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   EndpointStamping stamping_;
   std::vector<Timeslot>& first_sent_;
   uint32_t group_ = 0;
-  std::vector<int32_t> local_of_;
   std::vector<Arrival> arrivals_;
   size_t next_arrival_ = 0;
   std::vector<Timeslot> next_remote_start_;
@@ -408,7 +443,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   std::vector<AckMsg> pending_buffer_;
   std::vector<Inbound> inbound_;
   Timeslot next_look_ = 0;  // min over inbound_ of confirmed + d_min: no wait needed while now + 1 <= it
-  std::vector<Nic> nics_;
+  std::vector<NicFifo> nics_;
   std::vector<uint64_t> busy_;
   uint32_t active_ = 0, active_remote_ = 0;
   uint32_t remote_queued_ = 0;  // segments for outside the group in the NICs
@@ -419,10 +454,9 @@ class ClosedLoopSink final : public TrafficSink {
  public:
   ClosedLoopSink(ClosedLoopShared& sh, std::vector<FlowState>& states, const std::vector<EndpointId>& group,
                  EventLog* log, uint64_t* unexpected)
-      : sh_(sh), states_(states), here_(sh.group_of.size(), false), log_(log), unexpected_(unexpected) {
+      : sh_(sh), states_(states), echo_(ecn_echo_for(sh.settings.kind)), log_(log), unexpected_(unexpected) {
     group_ = sh.group_of[group.front()];
-    for (EndpointId e : group) here_[e] = true;
-    out_.resize(sh.num_groups);
+    out_ = {sh.out_refs.data() + sh.out_begin[group_], sh.out_refs.data() + sh.out_begin[group_ + 1]};
     queueing_ = sh.ack_queueing != AckQueueing::kNone && sh.tor[group_];
     lossy_ = sh.ack_queueing == AckQueueing::kDelayAndLoss;
   }
@@ -432,22 +466,16 @@ class ClosedLoopSink final : public TrafficSink {
     const QueueBank* bank = queueing_ ? &sh_.tor[group_]->bank() : nullptr;
     for (uint32_t i = 0; i < n; ++i) {
       const Packet& p = pkts[i];
-      if (__builtin_expect(p.flow >= states_.size() || p.dst >= here_.size() || !here_[p.dst] ||
-                               sh_.flows[p.flow].dst != p.dst || p.seq >= sh_.flows[p.flow].size_pkts,
+      if (__builtin_expect(p.flow >= states_.size() || p.dst >= sh_.group_of.size() ||
+                               sh_.group_of[p.dst] != group_ || sh_.flows[p.flow].dst != p.dst ||
+                               p.seq >= sh_.flows[p.flow].size_pkts,
                            0)) {
         ++*unexpected_;
         continue;
       }
       const FlowSpec& f = sh_.flows[p.flow];
-      auto& r = sh_.receivers[p.flow];
-      if (!r) r = std::make_unique<Receiver>(sh_.settings);
-      const uint64_t dups = r->stats().duplicates;
-      const Receiver::Acks acks = r->on_data(p.seq, p.ce(), p.flags & kFlagCwr, now);
       FlowState& s = states_[p.flow];
-      if (r->stats().duplicates == dups) {  // a packet not seen before
-        if (p.ce()) ++s.marked;
-        if (++s.delivered == f.size_pkts) s.finish = now;
-      }
+      const Receiver::Acks acks = receive(p, f, s, now);
       if (log_ && log_->log_deliveries()) log_->on_deliver(p, now);
       const uint32_t to = sh_.group_of[f.src];
       for (uint32_t k = 0; k < acks.n; ++k) {
@@ -457,21 +485,64 @@ class ClosedLoopSink final : public TrafficSink {
         if (to == group_) {
           sh_.local[group_].acks.push_back(m);
         } else {
-          if (out_[to].empty()) touched_.push_back(to);
-          out_[to].push_back(m);
+          if (std::find(touched_.begin(), touched_.end(), to) == touched_.end()) touched_.push_back(to);
+          outbox_.push_back({to, m});
         }
       }
     }
-    for (uint32_t h : touched_) {  // append, then flag: before this group publishes its progress
-      sh_.channels[size_t{group_} * sh_.num_groups + h]->append(out_[h]);
-      out_[h].clear();
+    // Each touched group's ACKs in the order they were made: append, then
+    // flag, before this group publishes its progress.
+    for (uint32_t h : touched_) {
+      for (const Outgoing& o : outbox_)
+        if (o.to == h) batch_.push_back(o.msg);
+      const ChannelRef* c = std::lower_bound(out_.first, out_.second, h,
+                                             [](const ChannelRef& r, uint32_t g) { return r.group < g; });
+      c->channel->append(batch_);
+      batch_.clear();
       sh_.mail[size_t{h} * sh_.mail_words + group_ / 64].fetch_or(uint64_t{1} << (group_ % 64),
                                                                  std::memory_order_release);
     }
     touched_.clear();
+    outbox_.clear();
   }
 
  private:
+  struct Outgoing {
+    uint32_t to;  // the sender's group
+    AckMsg msg;
+  };
+
+  // The flow's receiver answers packet p, and the flow's record counts it if
+  // new. A receiver lives from the flow's first packet to its last: then one
+  // bit is kept and Receiver::complete_ack answers any late duplicate.
+  Receiver::Acks receive(const Packet& p, const FlowSpec& f, FlowState& s, Timeslot now) {
+    auto& r = sh_.receivers[p.flow];
+    Receiver::Acks acks;
+    if (!r && s.delivered == f.size_pkts) {
+      bool latched = sh_.complete_ece[p.flow];
+      acks.push(Receiver::complete_ack(echo_, f.size_pkts, p.seq, p.ce(), p.flags & kFlagCwr, &latched));
+      sh_.complete_ece[p.flow] = latched;
+      return acks;
+    }
+    if (!r) {
+      r = std::make_unique<Receiver>(sh_.settings);
+      ++sh_.ack_stats[group_].receivers;
+    }
+    const uint64_t dups = r->stats().duplicates;
+    acks = r->on_data(p.seq, p.ce(), p.flags & kFlagCwr, now);
+    if (r->stats().duplicates != dups) return acks;  // seen before
+    if (p.ce()) ++s.marked;
+    if (++s.delivered == f.size_pkts) {
+      s.finish = now;
+      if (r->idle() && r->next_expected() == f.size_pkts) {
+        sh_.complete_ece[p.flow] = r->ece_latched();
+        r.reset();
+        --sh_.ack_stats[group_].receivers;
+      }
+    }
+    return acks;
+  }
+
   // ACK queueing: the ACK leaves now, reaches the ToR `latency` later and
   // waits there behind the backlog of its first reverse port, read as the ToR
   // left it at the end of this timeslot: at latency 1 exactly what the ACK
@@ -511,11 +582,13 @@ class ClosedLoopSink final : public TrafficSink {
   ClosedLoopShared& sh_;
   std::vector<FlowState>& states_;
   uint32_t group_ = 0;
-  std::vector<bool> here_;
+  EcnEcho echo_;
   EventLog* log_;
   uint64_t* unexpected_;
-  std::vector<std::vector<AckMsg>> out_;  // by receiving group, one deliver() call's ACKs
-  std::vector<uint32_t> touched_;        // groups with ACKs in out_, in first-touched order
+  std::pair<const ChannelRef*, const ChannelRef*> out_;  // this group's channels, by reader
+  std::vector<Outgoing> outbox_;   // one deliver() call's ACKs for other groups, in order
+  std::vector<uint32_t> touched_;  // their groups, in first-touched order
+  std::vector<AckMsg> batch_;      // one group's, appended to its channel
   bool queueing_ = false;  // ACK queueing on, and the ToR known
   bool lossy_ = false;
 };

@@ -63,12 +63,20 @@ struct alignas(64) GroupProgress {
 // Written by a group's sink (its core only).
 struct alignas(64) GroupAckStats {
   AckQueueStats s;
-  uint64_t sent = 0;  // ACKs its receivers sent on (to any group; lost ones not): stop when done
+  uint64_t sent = 0;       // ACKs its receivers sent on (to any group; lost ones not): stop when done
+  uint32_t receivers = 0;  // receivers allocated now (a flow's first packet arrived, its last not yet)
 };
 
 // Written by a group's source (its core only).
 struct alignas(64) GroupNicStats {
   NicWaitStats s;
+  uint32_t senders = 0;  // senders allocated now (started, not yet acknowledged in full)
+};
+
+// One ACK channel, seen from one end: the group at the other end.
+struct ChannelRef {
+  uint32_t group;
+  AckChannel* channel;
 };
 
 // ACKs between a group's own endpoints: written by its sink, read by its
@@ -93,8 +101,13 @@ struct ClosedLoopShared {
   const FlowList& flows;
   TransportSettings settings;
   std::vector<uint32_t> group_of;       // by endpoint: its group (routers with endpoints, in router order)
+  std::vector<uint32_t> local_index;    // by endpoint: its index in its group (endpoints in id order)
   uint32_t num_groups = 0;
   std::vector<uint32_t> arrival_index;  // by flow: its index among its source group's flows
+  // Each group's flows as a source, in flow order: group_flows[group_flow_begin[g] ...
+  // group_flow_begin[g + 1]) (so a source reads its own flows, not the whole list).
+  std::vector<uint32_t> group_flow_begin;  // num_groups + 1
+  std::vector<uint32_t> group_flows;
   std::vector<Timeslot> ack_delay;      // by flow: receiver -> sender, timeslots (>= 1)
   std::vector<Timeslot> base_rtt;       // by flow: forward path latency + ack_delay
   AckQueueing ack_queueing = AckQueueing::kNone;
@@ -106,13 +119,23 @@ struct ClosedLoopShared {
   std::unique_ptr<GroupNicStats[]> nic_stats;           // by group
   std::unique_ptr<GroupProgress[]> progress;            // by group
   std::vector<LocalAcks> local;                         // by group
-  std::vector<std::unique_ptr<AckChannel>> channels;    // [writer group * num_groups + reader group]; null: unused
+  // One channel per ordered pair of groups that some flow connects (not
+  // num_groups^2 slots: 4 M at k = 64), listed by writer and by reader,
+  // each sorted by the other end's group.
+  std::vector<std::unique_ptr<AckChannel>> channels;
+  std::vector<uint32_t> out_begin, in_begin;  // num_groups + 1 each, into out_refs / in_refs
+  std::vector<ChannelRef> out_refs;           // by writer: (reader, channel)
+  std::vector<ChannelRef> in_refs;            // by reader: (writer, channel)
   // Which channels into a group hold ACKs, so a source drains those only (not
   // all of its up to num_groups - 1 channels every timeslot): bit w of
   // mail[reader * mail_words + w / 64] is set by writer w after it appends.
   uint32_t mail_words = 0;
   std::unique_ptr<std::atomic<uint64_t>[]> mail;
-  std::vector<std::unique_ptr<Receiver>> receivers;     // by flow: written by the destination's core
+  // By flow, written by the destination's core: allocated at the flow's
+  // first packet and freed at its last (Receiver::complete_ack answers any
+  // later duplicate, from the one bit kept in complete_ece).
+  std::vector<std::unique_ptr<Receiver>> receivers;
+  std::vector<uint8_t> complete_ece;                    // by flow: the freed receiver's latched ECE
   std::vector<SenderOutcome> outcomes;                  // by flow: written by the source's core when done
 };
 

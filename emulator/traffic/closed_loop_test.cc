@@ -8,6 +8,7 @@
 #include "emulator/config/router_factory.h"
 #include "emulator/engine/engine.h"
 #include "emulator/engine/engine_test_util.h"
+#include "emulator/traffic/closed_loop_nic.h"
 #include "emulator/traffic/flow_traffic.h"
 
 using namespace flexplane;
@@ -430,4 +431,89 @@ TEST_CASE("closed loop: stop when done ends after the last ACK, identically on 1
   REQUIRE(capped.states[0].delivered < 5000);
   REQUIRE_FALSE(capped.done);
   REQUIRE(capped.end == 3000);
+}
+
+TEST_CASE("closed loop: a flow's transport state lives from its start to its last packet or ACK",
+          "[traffic][transports][memory]") {
+  // The determinism case's flows, with ACKs lost in full ports (so that senders time out and
+  // resend to receivers that already have everything: those answer from the flow's record).
+  // Mid-run, exactly the flows started and not yet acknowledged in full hold a sender, and
+  // those with some but not all packets delivered a receiver; at the end, none.
+  const Topology topo = make_leaf_spine(3, 8, 2, 1, 1);
+  const FlowList flows = random_flows(topo.num_endpoints, 500, 4000, 5, 300);
+  TransportConfig t = transport(TransportKind::kDctcp);
+  t.ack_queueing = AckQueueing::kDelayAndLoss;
+  for (uint32_t cores : {1u, 3u})
+    for (Timeslot end : {Timeslot{2500}, Timeslot{200000}}) {
+      INFO("cores " << cores << ", end " << end);
+      FlowTraffic traffic(flows, topo.num_endpoints, EndpointStamping{});
+      traffic.enable_transport(topo, t, 1200);
+      EngineOptions opt;
+      opt.cores = cores;
+      opt.stop_when_done = true;
+      Engine engine(topo, routers_for(topo, "dctcp", {{"capacity_pkts", "24"}, {"k_pkts", "8"}}), traffic, opt);
+      engine.run(end);
+      uint64_t senders = 0, receivers = 0, resent = 0;
+      for (size_t i = 0; i < flows.size(); ++i) {
+        const FlowState& s = traffic.states()[i];
+        const SenderOutcome& o = traffic.sender_outcomes()[i];
+        senders += flows[i].start < engine.now() && o.segments_sent == 0;  // outcomes are written when done
+        receivers += s.delivered > 0 && s.delivered < flows[i].size_pkts;
+        resent += o.retransmits;
+      }
+      const FlowTraffic::LiveFlowState live = traffic.live_flow_state();
+      REQUIRE(live.senders == senders);
+      REQUIRE(live.receivers == receivers);
+      if (end == 2500) {
+        REQUIRE(senders > 0);
+        REQUIRE(receivers > 0);
+      } else {
+        REQUIRE(engine.stopped_when_done());
+        REQUIRE(resent > 0);
+        REQUIRE(senders == 0);
+        REQUIRE(receivers == 0);
+      }
+    }
+}
+
+TEST_CASE("closed loop: the NIC FIFO keeps order, reuses its slots and gives big storage back",
+          "[traffic][transports][memory]") {
+  NicFifo q;
+  REQUIRE(q.slots() == 0);
+  uint32_t in = 0, out = 0;
+  auto pop_checked = [&] {
+    REQUIRE(q.front().arrival == out);
+    REQUIRE(q.front().seq == out * 3);
+    q.pop();
+    ++out;
+  };
+  auto push = [&] {
+    q.push({in, in * 3, 0, NicSlot::kEct});
+    ++in;
+  };
+  // A host that never drains: 10 queued while 100,000 pass through, in 16 slots throughout
+  // (a vector popped from the front grew by one entry per segment).
+  for (int i = 0; i < 10; ++i) push();
+  for (int i = 0; i < 100000; ++i) {
+    push();
+    pop_checked();
+    REQUIRE(q.slots() == NicFifo::kFirstSlots);
+  }
+  REQUIRE(q.size() == 10);
+  // A burst of 1,000 doubles the ring to 1,024 slots, in order across the copies; drained, the
+  // storage goes back. A FIFO that stayed small keeps its slots.
+  for (int i = 0; i < 1000; ++i) push();
+  REQUIRE(q.slots() == 1024);
+  while (!q.empty()) pop_checked();
+  REQUIRE(q.slots() == 0);
+  for (int i = 0; i < 40; ++i) push();
+  while (!q.empty()) pop_checked();
+  REQUIRE(q.slots() == 64);
+  REQUIRE(in == out);
+  // Waits from the low 32 bits of the joining timeslot, across a wrap of those bits.
+  const Timeslot joined = (Timeslot{1} << 32) - 3;
+  const NicSlot s{0, 0, static_cast<uint32_t>(joined), 0};
+  REQUIRE(s.wait(joined) == 0);
+  REQUIRE(s.wait(joined + 10) == 10);
+  REQUIRE(s.wait(joined + 123456) == 123456);
 }

@@ -11,13 +11,15 @@ namespace {
 
 class FlowSource final : public TrafficSource {
  public:
-  FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, uint32_t num_endpoints,
-             EndpointStamping stamping, std::vector<Timeslot>& first_sent)
-      : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()), active_((group.size() + 63) / 64, 0) {
-    local_of_.assign(num_endpoints, -1);
-    for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
-    for (const auto& f : flows)  // flows are sorted by start: keep that order
-      if (is_local(f.src)) arrivals_.push_back({f.id, static_cast<uint32_t>(local_of_[f.src]), !is_local(f.dst)});
+  // `own`: the group's flows as a source, in flow order; `groups`: by endpoint, (group, index in it).
+  FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, const std::vector<uint32_t>& own,
+             const FlowTraffic::Groups& groups, EndpointStamping stamping, std::vector<Timeslot>& first_sent)
+      : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()), active_((group.size() + 63) / 64, 0),
+        groups_(groups), group_(groups.group_of[group.front()]) {
+    for (uint32_t id : own) {  // flows are sorted by start: keep that order
+      const FlowSpec& f = flows[id];
+      arrivals_.push_back({f.id, groups.local_of[f.src], !is_local(f.dst)});
+    }
     // next_remote_start_[i]: start of the first flow leaving the group at or after arrival i.
     next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
     for (size_t i = arrivals_.size(); i-- > 0;)
@@ -89,7 +91,7 @@ class FlowSource final : public TrafficSource {
     uint32_t local;
     bool remote;  // destination outside the group
   };
-  bool is_local(EndpointId e) const { return e < local_of_.size() && local_of_[e] >= 0; }
+  bool is_local(EndpointId e) const { return groups_.group_of[e] == group_; }
   struct Nic {
     std::vector<uint32_t> queue;  // flow ids, FIFO from head
     size_t head = 0;
@@ -102,7 +104,8 @@ class FlowSource final : public TrafficSource {
   size_t next_arrival_ = 0;
   std::vector<Nic> nics_;
   std::vector<uint64_t> active_;  // bit l: NIC l has something to send
-  std::vector<int32_t> local_of_;  // by endpoint id: index in this group, or -1
+  const FlowTraffic::Groups& groups_;
+  uint32_t group_;
   std::vector<Timeslot> next_remote_start_;
   uint32_t remote_queued_ = 0;    // flows to outside the group queued on NICs, not fully sent
 };
@@ -110,15 +113,14 @@ class FlowSource final : public TrafficSource {
 class FlowSink final : public TrafficSink {
  public:
   FlowSink(const FlowList& flows, std::vector<FlowState>& states, const std::vector<EndpointId>& group,
-           uint32_t num_endpoints, EventLog* log, uint64_t* unexpected)
-      : flows_(flows), states_(states), here_(num_endpoints, false), log_(log), unexpected_(unexpected) {
-    for (EndpointId e : group) here_[e] = true;
-  }
+           const FlowTraffic::Groups& groups, EventLog* log, uint64_t* unexpected)
+      : flows_(flows), states_(states), group_of_(groups.group_of), group_(groups.group_of[group.front()]),
+        log_(log), unexpected_(unexpected) {}
 
   void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
     for (uint32_t i = 0; i < n; ++i) {
       const Packet& p = pkts[i];
-      if (__builtin_expect(p.flow >= states_.size() || p.dst >= here_.size() || !here_[p.dst] ||
+      if (__builtin_expect(p.flow >= states_.size() || p.dst >= group_of_.size() || group_of_[p.dst] != group_ ||
                                flows_[p.flow].dst != p.dst || states_[p.flow].delivered >= flows_[p.flow].size_pkts,
                            0)) {
         ++*unexpected_;
@@ -134,7 +136,8 @@ class FlowSink final : public TrafficSink {
  private:
   const FlowList& flows_;
   std::vector<FlowState>& states_;
-  std::vector<bool> here_;  // by endpoint: in this sink's group
+  const std::vector<uint32_t>& group_of_;  // by endpoint
+  uint32_t group_;                          // this sink's
   EventLog* log_;
   uint64_t* unexpected_;
 };
@@ -155,6 +158,23 @@ FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, Endpoint
       throw ConfigError("flows: flow " + std::to_string(i) + " has a bad source, destination or size");
     if (i && flows[i - 1].start > f.start) throw ConfigError("flows: flows must be sorted by start time");
   }
+  groups_.group_of.assign(num_endpoints, Groups::kNone);
+  groups_.local_of.assign(num_endpoints, 0);
+  src_begin_.assign(size_t{num_endpoints} + 1, 0);  // flows by source endpoint, in flow order
+  for (const FlowSpec& f : flows) ++src_begin_[size_t{f.src} + 1];
+  for (uint32_t e = 0; e < num_endpoints; ++e) src_begin_[e + 1] += src_begin_[e];
+  src_flows_.resize(flows.size());
+  std::vector<uint32_t> fill(src_begin_.begin(), src_begin_.end() - 1);
+  for (const FlowSpec& f : flows) src_flows_[fill[f.src]++] = f.id;
+}
+
+void FlowTraffic::add_group(const std::vector<EndpointId>& group) {
+  if (group.empty() || groups_.group_of.at(group.front()) != Groups::kNone) return;
+  for (uint32_t i = 0; i < group.size(); ++i) {
+    groups_.group_of.at(group[i]) = num_groups_;
+    groups_.local_of[group[i]] = i;
+  }
+  ++num_groups_;
 }
 
 FlowTraffic::~FlowTraffic() = default;
@@ -194,13 +214,28 @@ NicWaitStats FlowTraffic::nic_wait_stats() const {
 
 std::unique_ptr<TrafficSource> FlowTraffic::make_source(const std::vector<EndpointId>& group) {
   if (closed_loop_) return make_closed_loop_source(*closed_loop_, group, stamping_, first_sent_);
-  return std::make_unique<FlowSource>(flows_, group, num_endpoints_, stamping_, first_sent_);
+  add_group(group);
+  std::vector<uint32_t> own;  // the group's flows, in flow order
+  for (EndpointId e : group) own.insert(own.end(), src_flows_.begin() + src_begin_[e], src_flows_.begin() + src_begin_[e + 1]);
+  std::sort(own.begin(), own.end());
+  return std::make_unique<FlowSource>(flows_, group, own, groups_, stamping_, first_sent_);
 }
 
 std::unique_ptr<TrafficSink> FlowTraffic::make_sink(const std::vector<EndpointId>& group, EventLog* log) {
   unexpected_.push_back(std::make_unique<uint64_t>(0));
   if (closed_loop_) return make_closed_loop_sink(*closed_loop_, states_, group, log, unexpected_.back().get());
-  return std::make_unique<FlowSink>(flows_, states_, group, num_endpoints_, log, unexpected_.back().get());
+  add_group(group);
+  return std::make_unique<FlowSink>(flows_, states_, group, groups_, log, unexpected_.back().get());
+}
+
+FlowTraffic::LiveFlowState FlowTraffic::live_flow_state() const {
+  LiveFlowState live;
+  if (!closed_loop_) return live;
+  for (uint32_t g = 0; g < closed_loop_->num_groups; ++g) {
+    live.senders += closed_loop_->nic_stats[g].senders;
+    live.receivers += closed_loop_->ack_stats[g].receivers;
+  }
+  return live;
 }
 
 uint64_t FlowTraffic::unexpected_arrivals() const {

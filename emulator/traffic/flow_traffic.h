@@ -46,6 +46,24 @@ class FlowTraffic final : public Traffic {
   // Closed loop with ack_queueing (zeros otherwise), summed over groups; read after the run.
   AckQueueStats ack_queue_stats() const;
   NicWaitStats nic_wait_stats() const;  // closed loop; zeros otherwise
+  // Closed loop (zeros otherwise), summed over the groups, read after the
+  // run: per-flow transport state allocated now. A sender lives from its
+  // flow's start until every packet is acknowledged, a receiver from the
+  // flow's first packet to its last; then only the flow's record is kept.
+  struct LiveFlowState {
+    uint64_t senders = 0;
+    uint64_t receivers = 0;
+  };
+  LiveFlowState live_flow_state() const;
+
+  // Open loop: endpoint groups as the engine hands them over (make_source /
+  // make_sink), numbered in that order. Per endpoint, not per group x
+  // endpoint: 4 bytes each, not 2,048 x 65,536 at k = 64.
+  struct Groups {
+    static constexpr uint32_t kNone = ~0u;
+    std::vector<uint32_t> group_of;  // by endpoint: its group, or kNone
+    std::vector<uint32_t> local_of;  // by endpoint: its index in its group
+  };
 
   const FlowList& flows() const { return flows_; }
   const std::vector<FlowState>& states() const { return states_; }
@@ -67,6 +85,11 @@ class FlowTraffic final : public Traffic {
   std::vector<Timeslot> first_sent_;
   std::vector<std::unique_ptr<uint64_t>> unexpected_;  // one counter per sink (each on its own core)
   std::unique_ptr<ClosedLoopShared> closed_loop_;
+  void add_group(const std::vector<EndpointId>& group);  // open loop; no-op if known
+  Groups groups_;
+  uint32_t num_groups_ = 0;
+  std::vector<uint32_t> src_begin_;  // num_endpoints + 1, into src_flows_
+  std::vector<uint32_t> src_flows_;  // flow ids by source endpoint, in flow order
 };
 
 }  // namespace flexplane
