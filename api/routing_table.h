@@ -3,10 +3,19 @@
 // For each destination endpoint the table holds a group of candidate output
 // ports; a flow hash (salted per router) picks one, so all packets of a flow
 // take the same path. route() is a couple of loads: no virtual call.
+//
+// Two bytes per destination (docs/design.md, "Queue memory on demand"): a
+// single-path destination holds its port, an ECMP destination kGroupBase +
+// the index of its group, an unknown one kNoRoute. Each distinct list of
+// ports is stored once (a fat tree's edge router has one: its uplinks), so
+// a k = 64 tree's 5,120 tables of 65,536 destinations take 671 MB, not the
+// 3.4 GB of a port and a group reference (10 bytes) per destination.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <stdexcept>
 #include <vector>
 
 #include "api/packet.h"
@@ -17,56 +26,73 @@ namespace flexplane {
 class RoutingTable {
  public:
   RoutingTable() = default;
-  RoutingTable(uint32_t num_endpoints, uint32_t salt)
-      : salt_(salt), direct_(num_endpoints, kNoRoute), groups_(num_endpoints) {}
+  RoutingTable(uint32_t num_endpoints, uint32_t salt) : salt_(salt), entries_(num_endpoints, kNoRoute) {}
 
-  // Replace the candidate ports for `dst`.
+  // Replace the candidate ports for `dst` (none: no route).
   void set(EndpointId dst, const std::vector<PortId>& ports) {
-    if (dst >= groups_.size()) {
-      groups_.resize(dst + 1);
-      direct_.resize(dst + 1, kNoRoute);
+    if (dst >= entries_.size()) entries_.resize(size_t{dst} + 1, kNoRoute);
+    if (ports.empty()) {
+      entries_[dst] = kNoRoute;
+    } else if (ports.size() == 1 && ports[0] < kGroupBase) {
+      entries_[dst] = ports[0];
+    } else {
+      entries_[dst] = static_cast<uint16_t>(kGroupBase + group_of(ports));
     }
-    // Destinations set one after another mostly share a group (a fat tree's
-    // edge router sends every other pod's endpoints up the same k/2 ports):
-    // such a group is stored once, so a k = 32 tree's tables take megabytes,
-    // not 600 MB (docs/design.md, "Queue memory on demand (issue 24)").
-    const bool same = last_.count == ports.size() && last_.count > 0 &&
-                      std::equal(ports.begin(), ports.end(), ports_.begin() + last_.first);
-    if (!same) {
-      last_ = Group{static_cast<uint32_t>(ports_.size()), static_cast<uint16_t>(ports.size())};
-      ports_.insert(ports_.end(), ports.begin(), ports.end());
-    }
-    groups_[dst] = last_;
-    direct_[dst] = ports.size() == 1 ? ports[0] : kEcmp;
   }
 
   // Output port for `p`, or kNoRoute if its destination is unknown.
   PortId route(const Packet& p) const {
-    if (p.dst >= direct_.size()) return kNoRoute;
-    const PortId direct = direct_[p.dst];  // one load for single-path destinations
-    if (direct != kEcmp) return direct;
-    const Group g = groups_[p.dst];
+    if (p.dst >= entries_.size()) return kNoRoute;
+    const uint16_t e = entries_[p.dst];  // one load for single-path destinations
+    if (e < kGroupBase || e == kNoRoute) return e;
+    const Group g = groups_[e - kGroupBase];
     return ports_[g.first + flow_hash(p.flow, salt_) % g.count];
   }
 
-  uint32_t num_destinations() const { return static_cast<uint32_t>(groups_.size()); }
+  uint32_t num_destinations() const { return static_cast<uint32_t>(entries_.size()); }
   std::vector<PortId> candidates(EndpointId dst) const {
-    if (dst >= groups_.size()) return {};
-    const Group g = groups_[dst];
+    if (dst >= entries_.size() || entries_[dst] == kNoRoute) return {};
+    const uint16_t e = entries_[dst];
+    if (e < kGroupBase) return {e};
+    const Group g = groups_[e - kGroupBase];
     return std::vector<PortId>(ports_.begin() + g.first, ports_.begin() + g.first + g.count);
   }
+  uint32_t num_groups() const { return static_cast<uint32_t>(groups_.size()); }  // distinct ECMP lists
 
  private:
   struct Group {
     uint32_t first = 0;
     uint16_t count = 0;
   };
-  static constexpr PortId kEcmp = 0xFFFE;  // marker in direct_: hash over the group
+  static constexpr uint16_t kGroupBase = 0x8000;                   // ports below it are stored as they are
+  static constexpr uint32_t kMaxGroups = kNoRoute - kGroupBase;  // 32,767
+
+  // The index of the group holding exactly `ports`, added if new. The group
+  // set last is checked first: consecutive destinations mostly share one.
+  uint32_t group_of(const std::vector<PortId>& ports) {
+    if (!groups_.empty()) {
+      const Group& g = groups_[last_];
+      if (g.count == ports.size() && std::equal(ports.begin(), ports.end(), ports_.begin() + g.first)) return last_;
+    }
+    const auto [it, added] = index_.emplace(ports, static_cast<uint32_t>(groups_.size()));
+    if (added) {
+      if (groups_.size() >= kMaxGroups) {
+        index_.erase(it);
+        throw std::length_error("routing table: more than 32,767 distinct ECMP port lists at one router");
+      }
+      groups_.push_back(Group{static_cast<uint32_t>(ports_.size()), static_cast<uint16_t>(ports.size())});
+      ports_.insert(ports_.end(), ports.begin(), ports.end());
+    }
+    last_ = it->second;
+    return last_;
+  }
+
   uint32_t salt_ = 0;
-  std::vector<PortId> direct_;  // the port, kEcmp, or kNoRoute
+  std::vector<uint16_t> entries_;  // by destination: a port, kGroupBase + group, or kNoRoute
   std::vector<Group> groups_;
   std::vector<PortId> ports_;
-  Group last_;  // the group set last (its ports end ports_)
+  uint32_t last_ = 0;                                // the group set last
+  std::map<std::vector<PortId>, uint32_t> index_;  // building only: each distinct list's group
 };
 
 }  // namespace flexplane

@@ -28,7 +28,8 @@ void check(bool ok, const std::string& msg) {
 }  // namespace
 
 Topology make_fat_tree(uint32_t k, uint32_t latency) {
-  check(k >= 4 && k <= 32 && k % 2 == 0, "topology: fat_tree k must be even and in [4, 32], got " + std::to_string(k));
+  // k = 64: 65,536 endpoints, every EndpointId (16 bits) in use.
+  check(k >= 4 && k <= 64 && k % 2 == 0, "topology: fat_tree k must be even and in [4, 64], got " + std::to_string(k));
   check(latency >= 1 && latency <= 1024, "topology: link latency must be in [1, 1024] timeslots");
   const uint32_t h = k / 2;  // half the ports: endpoints per edge, edges/aggs per pod, cores per group
   const uint32_t n = k * h * h;
@@ -41,6 +42,8 @@ Topology make_fat_tree(uint32_t k, uint32_t latency) {
   auto edge_of = [&](uint32_t e) { return (e / h) % h; };  // within its pod
   std::vector<PortId> up;
   for (uint32_t u = 0; u < h; ++u) up.push_back(static_cast<PortId>(h + u));
+  std::vector<std::vector<PortId>> one(k);  // {p}, built once (not a vector per destination: 335 M at k = 64)
+  for (uint32_t p = 0; p < k; ++p) one[p] = {static_cast<PortId>(p)};
 
   for (uint32_t p = 0; p < k; ++p)
     for (uint32_t i = 0; i < h; ++i) {
@@ -48,8 +51,7 @@ Topology make_fat_tree(uint32_t k, uint32_t latency) {
       RouterNodeSpec edge{"edge" + std::to_string(p) + "_" + std::to_string(i), "edge", static_cast<uint16_t>(k),
                           RoutingTable(n, id + 1)};
       for (uint32_t e = 0; e < n; ++e)
-        edge.routes.set(static_cast<EndpointId>(e),
-                        e / h == id ? std::vector<PortId>{static_cast<PortId>(e % h)} : up);
+        edge.routes.set(static_cast<EndpointId>(e), e / h == id ? one[e % h] : up);
       t.routers.push_back(std::move(edge));
     }
   for (uint32_t e = 0; e < n; ++e) t.endpoint_port.push_back(PortRef{e / h, static_cast<PortId>(e % h)});
@@ -60,8 +62,7 @@ Topology make_fat_tree(uint32_t k, uint32_t latency) {
       RouterNodeSpec agg{"agg" + std::to_string(p) + "_" + std::to_string(j), "agg", static_cast<uint16_t>(k),
                          RoutingTable(n, id + 1)};
       for (uint32_t e = 0; e < n; ++e)
-        agg.routes.set(static_cast<EndpointId>(e),
-                       pod_of(e) == p ? std::vector<PortId>{static_cast<PortId>(edge_of(e))} : up);
+        agg.routes.set(static_cast<EndpointId>(e), pod_of(e) == p ? one[edge_of(e)] : up);
       t.routers.push_back(std::move(agg));
       for (uint32_t i = 0; i < h; ++i)  // edge<p>_<i> port h+j <-> agg<p>_<j> port i
         t.router_links.push_back(RouterLink{PortRef{p * h + i, static_cast<PortId>(h + j)},
@@ -73,7 +74,7 @@ Topology make_fat_tree(uint32_t k, uint32_t latency) {
       const uint32_t id = first_core + j * h + c;
       RouterNodeSpec core{"core" + std::to_string(j) + "_" + std::to_string(c), "core", static_cast<uint16_t>(k),
                           RoutingTable(n, id + 1)};
-      for (uint32_t e = 0; e < n; ++e) core.routes.set(static_cast<EndpointId>(e), {static_cast<PortId>(pod_of(e))});
+      for (uint32_t e = 0; e < n; ++e) core.routes.set(static_cast<EndpointId>(e), one[pod_of(e)]);
       t.routers.push_back(std::move(core));
       for (uint32_t p = 0; p < k; ++p)  // agg<p>_<j> port h+c <-> core<j>_<c> port p
         t.router_links.push_back(RouterLink{PortRef{first_agg + p * h + j, static_cast<PortId>(h + c)},
@@ -106,7 +107,7 @@ class FatTree final : public TopologyKindOf<FatTreeParams> {
 
 FLEXPLANE_REGISTER_TOPOLOGY(FatTree, "fat_tree",
     "k-ary fat tree: k pods of k/2 edge + k/2 agg routers, (k/2)^2 cores, k^3/4 endpoints; ECMP up by flow hash",
-    param(&FatTreeParams::k, "k", "ports per router, even (k^3/4 endpoints)", {4, 32}),
+    param(&FatTreeParams::k, "k", "ports per router, even (k^3/4 endpoints)", {4, 64}),
     param(&FatTreeParams::link_latency_timeslots, "link_latency_timeslots", "latency of every link, timeslots",
           {1, 1024}));
 

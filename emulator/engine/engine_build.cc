@@ -226,7 +226,13 @@ void Engine::build(Traffic& traffic) {
       progress[c].next = &cores_[c]->next;
       for (uint32_t d = 0; d < options_.cores; ++d) progress[c].promise_to.push_back(&cores_[c]->promise_to[d].before);
     }
-    std::vector<LookaheadPlan> plans = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, progress);
+    // Only a core that feeds another needs a plan; with none (one core) the
+    // routing analysis is skipped: it holds a destination bitset per router
+    // port and per link, ~5 GB at k = 64.
+    bool feeds = false;
+    for (const auto& core : cores_) feeds |= !core->downstream.empty();
+    std::vector<LookaheadPlan> plans;
+    if (feeds) plans = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, progress);
     for (auto& core : cores_) {
       if (core->downstream.empty()) continue;
       core->plan = std::move(plans[core->id]);

@@ -61,12 +61,12 @@ std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const 
     const bool by_table = routers[r]->forwards_by_table();
     g.routed_to[r].assign(spec.num_ports, by_table ? nothing : everything);
     if (!by_table) continue;
-    for (EndpointId d = 0; d < ne; ++d)
-      for (PortId p : spec.routes.candidates(d))
+    for (uint32_t d = 0; d < ne; ++d)  // not EndpointId: 65,536 endpoints at k = 64
+      for (PortId p : spec.routes.candidates(static_cast<EndpointId>(d)))
         if (p < spec.num_ports) g.routed_to[r][p].add(d);
   }
   g.rack_members.assign(nr, nothing);
-  for (EndpointId e = 0; e < ne; ++e) g.rack_members[topology.endpoint_port[e].router].add(e);
+  for (uint32_t e = 0; e < ne; ++e) g.rack_members[topology.endpoint_port[e].router].add(static_cast<EndpointId>(e));
   g.links_into.resize(nr);
   for (uint32_t k = 0; k < links.size(); ++k) g.links_into[links[k].to.router].push_back(k);
 

@@ -21,10 +21,12 @@
 
 namespace {
 
-// Topologies are built while parsing, and a legitimately large one (a k = 32
-// fat tree, 1024 racks) takes seconds and gigabytes: not a bug, but it would
-// stall the fuzzer. Inputs whose sizing parameters exceed this are skipped.
+// Topologies are built while parsing, and a legitimately large one (a k = 64
+// fat tree, 1024 racks) takes seconds and hundreds of megabytes: not a bug,
+// but it would stall the fuzzer. Inputs whose sizing parameters exceed this
+// (k: kMaxK) are skipped.
 constexpr double kMaxSize = 64;
+constexpr double kMaxK = 32;
 
 bool too_large(const YAML::Node& node, int depth = 0) {
   if (depth > flexplane::yaml::kMaxDepth) return true;
@@ -35,7 +37,7 @@ bool too_large(const YAML::Node& node, int depth = 0) {
                                    key == "links_per_spine" || key == "endpoints")) {
         char* end = nullptr;
         const double v = std::strtod(kv.second.Scalar().c_str(), &end);
-        if (!(v <= kMaxSize)) return true;  // NaN too
+        if (!(v <= (key == "k" ? kMaxK : kMaxSize))) return true;  // NaN too
       }
       if (too_large(kv.second, depth + 1)) return true;
     }
