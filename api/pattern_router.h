@@ -45,7 +45,9 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     sched_->bind(cenv);
     ports_.resize(kBatch);
     queues_.resize(kBatch);
-    live_ports_.resize(env.num_ports);
+    live_words_.assign(bank_.port_words(), 0);
+    queues_.assign(kBatch, 0);  // stays 0 when the classifier puts every packet in queue 0
+    single_queue_ = cls_->single_queue();
     stats_.clear();
     for (int i = 0; i < 3; ++i) {
       const std::vector<StatDesc> d = components()[i]->stat_descs();
@@ -74,10 +76,15 @@ class alignas(kCacheLine) PatternRouter final : public Router {
 
   uint32_t output(Timeslot now, Packet* out, PortId* out_ports) override {
     bank_.set_now(now);
-    uint32_t n = 0;
-    bank_.for_each_nonempty_port([&](PortId p) { live_ports_[n++] = p; });
+    // The backlogged ports as they are before the first pick (a scheduler's
+    // picks empty ports): one word per 64 ports, no list of port numbers.
+    const uint32_t words = bank_.port_words();
+    const uint64_t* nonempty = bank_.nonempty_port_words();
+    uint64_t any = 0;
+    for (uint32_t w = 0; w < words; ++w) any |= live_words_[w] = nonempty[w];
+    if (!any) return 0;
     bank_.set_reader(labels_[2].c_str());
-    return n ? sched_->schedule_batch(live_ports_.data(), n, now, out, out_ports) : 0;
+    return sched_->schedule_ports(live_words_.data(), words, now, out, out_ports);
   }
 
   // One virtual call for the whole burst: the scheduler's schedule() in a loop
@@ -128,20 +135,28 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   void input_chunk(Packet* pkts, uint32_t n, Timeslot now) {
     verdicts_.set_now(now);
     // Route; packets with no route are reported and squeezed out of the batch.
+    // Table, port count and output array in locals: the stores below may
+    // alias the members as far as the compiler knows.
+    const RoutingTable::Direct direct = routes_->direct();
+    const PortId num_ports = bank_.num_ports();
+    PortId* const ports = ports_.data();
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      const PortId port = routes_->route(pkts[i]);
-      if (__builtin_expect(port >= bank_.num_ports(), 0)) {
+      PortId port = direct.lookup(pkts[i].dst);
+      if (port == RoutingTable::kEcmp) port = routes_->route_ecmp(pkts[i]);
+      if (__builtin_expect(port >= num_ports, 0)) {
         verdicts_.drop_unqueued(pkts[i], kNoRoute, Reason::kNoRoute);
         continue;
       }
       if (m != i) pkts[m] = pkts[i];
-      ports_[m++] = port;
+      ports[m++] = port;
     }
     if (!m) return;
-    bank_.set_reader(labels_[0].c_str());
-    if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m), 0))
-      m = drop_unclassified(pkts, m);
+    if (!single_queue_) {  // else queues_ holds zeros (bind)
+      bank_.set_reader(labels_[0].c_str());
+      if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m), 0))
+        m = drop_unclassified(pkts, m);
+    }
     bank_.set_reader(labels_[1].c_str());
     if (m) qm_->enqueue_batch(pkts, ports_.data(), queues_.data(), m, now, verdicts_);
   }
@@ -170,7 +185,8 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   Verdicts verdicts_;
   cache_vector<PortId> ports_;
   cache_vector<QueueId> queues_;
-  cache_vector<PortId> live_ports_;
+  cache_vector<uint64_t> live_words_;  // output(): the backlogged ports, by bit
+  bool single_queue_ = false;          // the classifier puts every packet in queue 0
   std::vector<StatDesc> stats_;  // the three components' stats, in order
   std::string labels_[3];        // "queue_manager 'codel' (router 3)": who reads the bank (set_reader)
   unsigned stat_counts_[3] = {};

@@ -60,8 +60,11 @@ class alignas(kCacheLine) QueueBank {
     settled_at_review_ = settled_;
     stamps_.reset(keep_enqueue_time ? new Timeslot[nq * stride_] : nullptr);
     queues_.assign(nq, QueueState{});
+    for (size_t i = 0; i < nq; ++i) {  // each queue's ring (and stamps), so push/pop need no multiply
+      queues_[i].ring = slots_.p + i * stride_;
+      queues_[i].stamps = stamps_ ? stamps_.get() + i * stride_ : nullptr;
+    }
     reasons_.assign(nq, ByReason{});
-    ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
   }
 
@@ -71,11 +74,11 @@ class alignas(kCacheLine) QueueBank {
 
   uint32_t packets(PortId port, QueueId q) const { return queue(port, q).count; }
   uint64_t bytes(PortId port, QueueId q) const { return queue(port, q).bytes; }
-  uint32_t port_packets(PortId port) const { return ports_[port].packets; }
+  uint32_t port_packets(PortId port) const { return port_state(port).port_packets; }
   bool empty(PortId port, QueueId q) const { return queue(port, q).count == 0; }
   bool full(PortId port, QueueId q) const { return queue(port, q).count >= capacity_; }
   // Bit q set when queue q of `port` holds packets.
-  uint64_t nonempty_queues(PortId port) const { return ports_[port].mask; }
+  uint64_t nonempty_queues(PortId port) const { return port_state(port).port_mask; }
   // Timeslot at which the queue last became empty (0 if never used).
   Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
   // When the packet `index` behind the head was enqueued; only in banks that
@@ -87,8 +90,9 @@ class alignas(kCacheLine) QueueBank {
   bool keeps_enqueue_time() const { return stamps_ != nullptr; }
   Timeslot enqueue_time(PortId port, QueueId q, uint32_t index = 0) const {
     if (__builtin_expect(stamps_ == nullptr, 0)) undeclared_enqueue_time();
-    assert(index < queue(port, q).count);
-    return stamps_[slot_index(port, q, queue(port, q).head + index)];
+    const QueueState& s = queue(port, q);
+    assert(index < s.count);
+    return s.stamps[(s.head + index) & ring_mask_];
   }
   // Which component is running now ("queue_manager 'codel' (router 3)"), for
   // that message; the router sets it per batch (PatternRouter).
@@ -96,19 +100,27 @@ class alignas(kCacheLine) QueueBank {
   const char* reader() const { return reader_; }
   // Append to the tail. Returns false (and changes nothing) when the queue is at
   // capacity; the framework then drops the packet with Reason::kBankOverflow.
-  bool push(PortId port, QueueId q, const Packet& p) {
+  //
+  // push() and pop() are the hot path of every scheme (docs/performance.md,
+  // "The saturated hot path"): the bank's scalars are read into locals before
+  // the first store (a store may alias them as far as the compiler knows),
+  // and each queue keeps its ring's address, so no index is multiplied.
+  [[gnu::always_inline]] bool push(PortId port, QueueId q, const Packet& p) {
     QueueState& s = queue(port, q);
-    if (s.count >= capacity_) return false;
-    const size_t at = slot_index(port, q, s.head + s.count);
-    slots_[at] = p;
-    if (stamps_) stamps_[at] = now_;
-    ++s.count;
-    s.bytes += p.size_bytes;
+    const uint32_t count = s.count;
+    const uint32_t mask = ring_mask_;
+    if (count >= capacity_) return false;
+    const uint32_t at = (s.head + count) & mask;
+    const uint16_t size = p.size_bytes;
+    s.ring[at] = p;
+    if (Timeslot* const st = s.stamps) st[at] = now_;
+    s.count = count + 1;
+    s.bytes += size;
     ++s.enqueued;
     ++settled_;
-    PortState& ps = ports_[port];
-    ps.mask |= 1ull << q;
-    if (ps.packets++ == 0) nonempty_ports_[port >> 6] |= 1ull << (port & 63);
+    QueueState& ps = port_state(port);
+    ps.port_mask |= 1ull << q;
+    if (ps.port_packets++ == 0) nonempty_ports_[port >> 6] |= 1ull << (port & 63);
     return true;
   }
 
@@ -123,13 +135,14 @@ class alignas(kCacheLine) QueueBank {
   }
 
   // Dequeue the head (counted as dequeued); precondition: !empty(port, q).
-  Packet pop(PortId port, QueueId q) {
+  [[gnu::always_inline]] Packet pop(PortId port, QueueId q) {
     QueueState& s = queue(port, q);
     assert(s.count > 0);
-    Packet p = slot(port, q, s.head);
-    ++s.head;
+    const uint32_t head = s.head;
+    const Packet p = s.ring[head & ring_mask_];
+    s.head = head + 1;
     ++s.dequeued;
-    after_remove(port, q, s, p);
+    after_remove(port, q, s, p.size_bytes);
     return p;
   }
 
@@ -157,7 +170,7 @@ class alignas(kCacheLine) QueueBank {
     } else {
       for (uint32_t i = index; i + 1 < s.count; ++i) move(i, i + 1);
     }
-    after_remove(port, q, s, p);
+    after_remove(port, q, s, p.size_bytes);
     return p;
   }
 
@@ -195,6 +208,10 @@ class alignas(kCacheLine) QueueBank {
     ++queue(port, q).marked;
     ++reasons_[index(port, q)].marks[static_cast<unsigned>(r)];
   }
+
+  // The same as bits: bit b of word w is port 64 w + b (port_words() words).
+  const uint64_t* nonempty_port_words() const { return nonempty_ports_.data(); }
+  uint32_t port_words() const { return static_cast<uint32_t>(nonempty_ports_.size()); }
 
   // Iterate ports with backlog, in increasing port order: fn(PortId).
   template <class Fn>
@@ -238,8 +255,14 @@ class alignas(kCacheLine) QueueBank {
     uint32_t count = 0;
     uint64_t bytes = 0;
     Timeslot idle_since = 0;
+    Packet* ring = nullptr;       // this queue's slots (stride_ apart in slots_)
+    Timeslot* stamps = nullptr;   // and enqueue times, if kept
     uint64_t arrived = 0, enqueued = 0, dequeued = 0;
     uint64_t dropped_on_arrival = 0, dropped_at_dequeue = 0, evicted = 0, marked = 0;
+    // The port's state, kept in its queue 0 only: with one queue per port a
+    // push or pop touches one line and computes one address.
+    uint64_t port_mask = 0;     // bit q: queue q non-empty
+    uint32_t port_packets = 0;  // over all queues of the port
   };
   static_assert(sizeof(QueueState) == 128, "a power of two: queue(port, q) is a shift");
   struct ByReason {
@@ -252,21 +275,24 @@ class alignas(kCacheLine) QueueBank {
     return static_cast<size_t>(port) * queues_per_port_ + q;
   }
   QueueState& queue(PortId port, QueueId q) { return queues_[index(port, q)]; }
+  QueueState& port_state(PortId port) { return queues_[index(port, 0)]; }
+  const QueueState& port_state(PortId port) const { return queues_[index(port, 0)]; }
   const QueueState& queue(PortId port, QueueId q) const { return queues_[index(port, q)]; }
   size_t slot_index(PortId port, QueueId q, uint32_t pos) const { return index(port, q) * stride_ + (pos & ring_mask_); }
   Packet& slot(PortId port, QueueId q, uint32_t pos) { return slots_[slot_index(port, q, pos)]; }
   const Packet& slot(PortId port, QueueId q, uint32_t pos) const { return slots_[slot_index(port, q, pos)]; }
 
-  void after_remove(PortId port, QueueId q, QueueState& s, const Packet& p) {
-    --s.count;
-    s.bytes -= p.size_bytes;
-    PortState& ps = ports_[port];
-    if (s.count == 0) {
+  [[gnu::always_inline]] void after_remove(PortId port, QueueId q, QueueState& s, uint16_t size_bytes) {
+    const uint32_t count = s.count - 1;
+    s.count = count;
+    s.bytes -= size_bytes;
+    QueueState& ps = port_state(port);
+    if (count == 0) {
       s.head = 0;  // rewind: a short queue keeps reusing the same, cache-hot slots
       s.idle_since = now_;
-      ps.mask &= ~(1ull << q);
+      ps.port_mask &= ~(1ull << q);
     }
-    if (--ps.packets == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
+    if (--ps.port_packets == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
   }
 
   // Every kReviewTimeslots (set_now): huge pages once big or busy (Slots::review).
@@ -392,11 +418,6 @@ class alignas(kCacheLine) QueueBank {
   Timeslot next_review_ = 0;  // set_now() reviews the bank's pages from this timeslot on
   std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
   cache_vector<QueueState> queues_;
-  struct PortState {
-    uint64_t mask = 0;     // bit q: queue q non-empty
-    uint32_t packets = 0;  // over all queues of the port
-  };
-  cache_vector<PortState> ports_;
   uint64_t settled_ = 0;
   cache_vector<uint64_t> nonempty_ports_;
   std::vector<ByReason> reasons_;  // per queue; cold, so last: the fields above share two cache lines

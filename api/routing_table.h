@@ -45,9 +45,23 @@ class RoutingTable {
     if (p.dst >= direct_.size()) return kNoRoute;
     const PortId direct = direct_[p.dst];  // one load for single-path destinations
     if (direct != kEcmp) return direct;
+    return route_ecmp(p);
+  }
+
+  // For a loop over a batch (PatternRouter): the direct table, read into
+  // locals once. lookup(dst) is the port, kNoRoute, or kEcmp (then
+  // route_ecmp(p)); both markers are >= any router's port count.
+  struct Direct {
+    const PortId* port;
+    uint32_t size;
+    PortId lookup(EndpointId dst) const { return dst < size ? port[dst] : kNoRoute; }
+  };
+  Direct direct() const { return Direct{direct_.data(), static_cast<uint32_t>(direct_.size())}; }
+  PortId route_ecmp(const Packet& p) const {
     const Group g = groups_[p.dst];
     return ports_[g.first + flow_hash(p.flow, salt_) % g.count];
   }
+  static constexpr PortId kEcmp = 0xFFFE;  // marker in direct_: hash over the group
 
   uint32_t num_destinations() const { return static_cast<uint32_t>(groups_.size()); }
   std::vector<PortId> candidates(EndpointId dst) const {
@@ -61,7 +75,6 @@ class RoutingTable {
     uint32_t first = 0;
     uint16_t count = 0;
   };
-  static constexpr PortId kEcmp = 0xFFFE;  // marker in direct_: hash over the group
   uint32_t salt_ = 0;
   std::vector<PortId> direct_;  // the port, kEcmp, or kNoRoute
   std::vector<Group> groups_;
