@@ -46,7 +46,6 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     ports_.resize(kBatch);
     queues_.resize(kBatch);
     live_words_.assign(bank_.port_words(), 0);
-    queues_.assign(kBatch, 0);  // stays 0 when the classifier puts every packet in queue 0
     single_queue_ = cls_->single_queue();
     stats_.clear();
     for (int i = 0; i < 3; ++i) {
@@ -152,13 +151,13 @@ class alignas(kCacheLine) PatternRouter final : public Router {
       ports[m++] = port;
     }
     if (!m) return;
-    if (!single_queue_) {  // else queues_ holds zeros (bind)
+    if (!single_queue_) {  // else every packet joins queue 0 (enqueue_batch gets no queues)
       bank_.set_reader(labels_[0].c_str());
       if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m), 0))
         m = drop_unclassified(pkts, m);
     }
     bank_.set_reader(labels_[1].c_str());
-    if (m) qm_->enqueue_batch(pkts, ports_.data(), queues_.data(), m, now, verdicts_);
+    if (m) qm_->enqueue_batch(pkts, ports_.data(), single_queue_ ? nullptr : queues_.data(), m, now, verdicts_);
   }
 
   // Packets the classifier sent to a queue the port does not have: reported
