@@ -65,6 +65,7 @@ class alignas(kCacheLine) QueueBank {
       queues_[i].stamps = stamps_ ? stamps_.get() + i * stride_ : nullptr;
     }
     reasons_.assign(nq, ByReason{});
+    ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
   }
 
@@ -74,11 +75,11 @@ class alignas(kCacheLine) QueueBank {
 
   uint32_t packets(PortId port, QueueId q) const { return queue(port, q).count; }
   uint64_t bytes(PortId port, QueueId q) const { return queue(port, q).bytes; }
-  uint32_t port_packets(PortId port) const { return port_state(port).port_packets; }
+  uint32_t port_packets(PortId port) const { return ports_[port].packets; }
   bool empty(PortId port, QueueId q) const { return queue(port, q).count == 0; }
   bool full(PortId port, QueueId q) const { return queue(port, q).count >= capacity_; }
   // Bit q set when queue q of `port` holds packets.
-  uint64_t nonempty_queues(PortId port) const { return port_state(port).port_mask; }
+  uint64_t nonempty_queues(PortId port) const { return ports_[port].mask; }
   // Timeslot at which the queue last became empty (0 if never used).
   Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
   // When the packet `index` behind the head was enqueued; only in banks that
@@ -118,9 +119,9 @@ class alignas(kCacheLine) QueueBank {
     s.bytes += size;
     ++s.enqueued;
     ++settled_;
-    QueueState& ps = port_state(port);
-    ps.port_mask |= 1ull << q;
-    if (ps.port_packets++ == 0) nonempty_ports_[port >> 6] |= 1ull << (port & 63);
+    PortState& ps = ports_[port];
+    ps.mask |= 1ull << q;
+    if (ps.packets++ == 0) nonempty_ports_[port >> 6] |= 1ull << (port & 63);
     return true;
   }
 
@@ -259,10 +260,6 @@ class alignas(kCacheLine) QueueBank {
     Timeslot* stamps = nullptr;   // and enqueue times, if kept
     uint64_t arrived = 0, enqueued = 0, dequeued = 0;
     uint64_t dropped_on_arrival = 0, dropped_at_dequeue = 0, evicted = 0, marked = 0;
-    // The port's state, kept in its queue 0 only: with one queue per port a
-    // push or pop touches one line and computes one address.
-    uint64_t port_mask = 0;     // bit q: queue q non-empty
-    uint32_t port_packets = 0;  // over all queues of the port
   };
   static_assert(sizeof(QueueState) == 128, "a power of two: queue(port, q) is a shift");
   struct ByReason {
@@ -275,8 +272,6 @@ class alignas(kCacheLine) QueueBank {
     return static_cast<size_t>(port) * queues_per_port_ + q;
   }
   QueueState& queue(PortId port, QueueId q) { return queues_[index(port, q)]; }
-  QueueState& port_state(PortId port) { return queues_[index(port, 0)]; }
-  const QueueState& port_state(PortId port) const { return queues_[index(port, 0)]; }
   const QueueState& queue(PortId port, QueueId q) const { return queues_[index(port, q)]; }
   size_t slot_index(PortId port, QueueId q, uint32_t pos) const { return index(port, q) * stride_ + (pos & ring_mask_); }
   Packet& slot(PortId port, QueueId q, uint32_t pos) { return slots_[slot_index(port, q, pos)]; }
@@ -286,13 +281,13 @@ class alignas(kCacheLine) QueueBank {
     const uint32_t count = s.count - 1;
     s.count = count;
     s.bytes -= size_bytes;
-    QueueState& ps = port_state(port);
+    PortState& ps = ports_[port];
     if (count == 0) {
       s.head = 0;  // rewind: a short queue keeps reusing the same, cache-hot slots
       s.idle_since = now_;
-      ps.port_mask &= ~(1ull << q);
+      ps.mask &= ~(1ull << q);
     }
-    if (--ps.port_packets == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
+    if (--ps.packets == 0) nonempty_ports_[port >> 6] &= ~(1ull << (port & 63));
   }
 
   // Every kReviewTimeslots (set_now): huge pages once big or busy (Slots::review).
@@ -418,6 +413,14 @@ class alignas(kCacheLine) QueueBank {
   Timeslot next_review_ = 0;  // set_now() reviews the bank's pages from this timeslot on
   std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
   cache_vector<QueueState> queues_;
+  // Apart from the queues (tried: in queue 0's line, which saved a few
+  // instructions per packet with one queue per port but cost DRR, whose
+  // pushes then touched two queue lines, 4 %: docs/performance.md).
+  struct PortState {
+    uint64_t mask = 0;     // bit q: queue q non-empty
+    uint32_t packets = 0;  // over all queues of the port
+  };
+  cache_vector<PortState> ports_;
   uint64_t settled_ = 0;
   cache_vector<uint64_t> nonempty_ports_;
   std::vector<ByReason> reasons_;  // per queue; cold, so last: the fields above share two cache lines
