@@ -3,19 +3,19 @@
 // are inside the components' CRTP bases, so they inline the scheme's code.
 //
 // Cost per router packet-hop, saturated rack (issue 24; docs/performance.md,
-// "The saturated hot path"): measured 11.3 ns/hop = 29 TSC cycles (2.6 GHz)
+// "The saturated hot path"): measured 11.5 ns/hop = 30 TSC cycles (2.6 GHz)
 // and 174 instructions/hop for DropTail on one core of the 2-vCPU AMD EPYC
 // VM, 2026-11-27 (base e758587: 13.6 ns, 210 instructions). Command:
 //   perf record -e cpu-clock build/flexplane_bench \
 //     --benchmark_filter='BM_Engine_DropTail/cores:1/xlat:1/racks:0' --benchmark_min_time=1
 //   valgrind --tool=callgrind (same, --benchmark_min_time=0.01)
 //   stage                                   share  cycles/hop  instructions/hop
-//   enqueue: count, DropTail, bank push      35 %     10.4          64
-//   schedule: port bitmap, FIFO, bank pop    34 %      9.9          58
-//   input: rotation, route (direct table)    10 %      3.0          22
-//   source emit (BacklogTraffic)             10 %      2.9          20
+//   enqueue: count, DropTail, bank push      35 %     10.6          64
+//   schedule: port bitmap, FIFO, bank pop    34 %     10.1          58
+//   input: rotation, route (direct table)    10 %      3.1          22
+//   source emit (BacklogTraffic)             10 %      3.0          20
 //   run_core + timeslot timer                 5 %      1.5           2
-//   node steps, output, dispatch, sink        4 %      1.1           8
+//   node steps, output, dispatch, sink        4 %      1.3           8
 // No PMU in this VM: shares are cpu-clock samples, instructions callgrind's.
 // The bank's push and pop are ~20 instructions each; the rest of enqueue and
 // schedule is the framework's accounting (arrived, settled, Verdicts context,
