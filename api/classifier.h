@@ -18,6 +18,9 @@ class ClassifierBase : public ComponentBase {
  public:
   // Queues per port this classifier uses (1..64); decides the bank's shape.
   virtual uint16_t num_queues() const { return 1; }
+  // True only for a classifier that puts every packet in queue 0 (the
+  // framework's "single"): the router then skips classify_batch().
+  virtual bool single_queue() const { return false; }
   // Writes queues[i] for each packet; returns whether any is out of range
   // (>= the bank's queues per port: the router drops those).
   virtual bool classify_batch(const Packet* pkts, const PortId* ports, QueueId* queues, uint32_t n) = 0;

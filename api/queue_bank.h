@@ -60,6 +60,10 @@ class alignas(kCacheLine) QueueBank {
     settled_at_review_ = settled_;
     stamps_.reset(keep_enqueue_time ? new Timeslot[nq * stride_] : nullptr);
     queues_.assign(nq, QueueState{});
+    for (size_t i = 0; i < nq; ++i) {  // each queue's ring (and stamps), so push/pop need no multiply
+      queues_[i].ring = slots_.p + i * stride_;
+      queues_[i].stamps = stamps_ ? stamps_.get() + i * stride_ : nullptr;
+    }
     reasons_.assign(nq, ByReason{});
     ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
@@ -87,8 +91,9 @@ class alignas(kCacheLine) QueueBank {
   bool keeps_enqueue_time() const { return stamps_ != nullptr; }
   Timeslot enqueue_time(PortId port, QueueId q, uint32_t index = 0) const {
     if (__builtin_expect(stamps_ == nullptr, 0)) undeclared_enqueue_time();
-    assert(index < queue(port, q).count);
-    return stamps_[slot_index(port, q, queue(port, q).head + index)];
+    const QueueState& s = queue(port, q);
+    assert(index < s.count);
+    return s.stamps[(s.head + index) & ring_mask_];
   }
   // Which component is running now ("queue_manager 'codel' (router 3)"), for
   // that message; the router sets it per batch (PatternRouter).
@@ -96,14 +101,22 @@ class alignas(kCacheLine) QueueBank {
   const char* reader() const { return reader_; }
   // Append to the tail. Returns false (and changes nothing) when the queue is at
   // capacity; the framework then drops the packet with Reason::kBankOverflow.
-  bool push(PortId port, QueueId q, const Packet& p) {
+  //
+  // push() and pop() are the hot path of every scheme (docs/performance.md,
+  // "The saturated hot path"): the bank's scalars are read into locals before
+  // the first store (a store may alias them as far as the compiler knows),
+  // and each queue keeps its ring's address, so no index is multiplied.
+  [[gnu::always_inline]] bool push(PortId port, QueueId q, const Packet& p) {
     QueueState& s = queue(port, q);
-    if (s.count >= capacity_) return false;
-    const size_t at = slot_index(port, q, s.head + s.count);
-    slots_[at] = p;
-    if (stamps_) stamps_[at] = now_;
-    ++s.count;
-    s.bytes += p.size_bytes;
+    const uint32_t count = s.count;
+    const uint32_t mask = ring_mask_;
+    if (count >= capacity_) return false;
+    const uint32_t at = (s.head + count) & mask;
+    const uint16_t size = p.size_bytes;
+    s.ring[at] = p;
+    if (Timeslot* const st = s.stamps) st[at] = now_;
+    s.count = count + 1;
+    s.bytes += size;
     ++s.enqueued;
     ++settled_;
     PortState& ps = ports_[port];
@@ -123,13 +136,14 @@ class alignas(kCacheLine) QueueBank {
   }
 
   // Dequeue the head (counted as dequeued); precondition: !empty(port, q).
-  Packet pop(PortId port, QueueId q) {
+  [[gnu::always_inline]] Packet pop(PortId port, QueueId q) {
     QueueState& s = queue(port, q);
     assert(s.count > 0);
-    Packet p = slot(port, q, s.head);
-    ++s.head;
+    const uint32_t head = s.head;
+    const Packet p = s.ring[head & ring_mask_];
+    s.head = head + 1;
     ++s.dequeued;
-    after_remove(port, q, s, p);
+    after_remove(port, q, s, p.size_bytes);
     return p;
   }
 
@@ -157,7 +171,7 @@ class alignas(kCacheLine) QueueBank {
     } else {
       for (uint32_t i = index; i + 1 < s.count; ++i) move(i, i + 1);
     }
-    after_remove(port, q, s, p);
+    after_remove(port, q, s, p.size_bytes);
     return p;
   }
 
@@ -195,6 +209,10 @@ class alignas(kCacheLine) QueueBank {
     ++queue(port, q).marked;
     ++reasons_[index(port, q)].marks[static_cast<unsigned>(r)];
   }
+
+  // The same as bits: bit b of word w is port 64 w + b (port_words() words).
+  const uint64_t* nonempty_port_words() const { return nonempty_ports_.data(); }
+  uint32_t port_words() const { return static_cast<uint32_t>(nonempty_ports_.size()); }
 
   // Iterate ports with backlog, in increasing port order: fn(PortId).
   template <class Fn>
@@ -238,6 +256,8 @@ class alignas(kCacheLine) QueueBank {
     uint32_t count = 0;
     uint64_t bytes = 0;
     Timeslot idle_since = 0;
+    Packet* ring = nullptr;       // this queue's slots (stride_ apart in slots_)
+    Timeslot* stamps = nullptr;   // and enqueue times, if kept
     uint64_t arrived = 0, enqueued = 0, dequeued = 0;
     uint64_t dropped_on_arrival = 0, dropped_at_dequeue = 0, evicted = 0, marked = 0;
   };
@@ -257,11 +277,12 @@ class alignas(kCacheLine) QueueBank {
   Packet& slot(PortId port, QueueId q, uint32_t pos) { return slots_[slot_index(port, q, pos)]; }
   const Packet& slot(PortId port, QueueId q, uint32_t pos) const { return slots_[slot_index(port, q, pos)]; }
 
-  void after_remove(PortId port, QueueId q, QueueState& s, const Packet& p) {
-    --s.count;
-    s.bytes -= p.size_bytes;
+  [[gnu::always_inline]] void after_remove(PortId port, QueueId q, QueueState& s, uint16_t size_bytes) {
+    const uint32_t count = s.count - 1;
+    s.count = count;
+    s.bytes -= size_bytes;
     PortState& ps = ports_[port];
-    if (s.count == 0) {
+    if (count == 0) {
       s.head = 0;  // rewind: a short queue keeps reusing the same, cache-hot slots
       s.idle_since = now_;
       ps.mask &= ~(1ull << q);
@@ -392,6 +413,9 @@ class alignas(kCacheLine) QueueBank {
   Timeslot next_review_ = 0;  // set_now() reviews the bank's pages from this timeslot on
   std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
   cache_vector<QueueState> queues_;
+  // Apart from the queues (tried: in queue 0's line, which saved a few
+  // instructions per packet with one queue per port but cost DRR, whose
+  // pushes then touched two queue lines, 4 %: docs/performance.md).
   struct PortState {
     uint64_t mask = 0;     // bit q: queue q non-empty
     uint32_t packets = 0;  // over all queues of the port

@@ -29,6 +29,8 @@ class QueueManagerBase : public ComponentBase {
  public:
   // Most packets any one queue may hold; sizes the bank's storage.
   virtual uint32_t queue_capacity_pkts() const = 0;
+  // queues == nullptr: every packet joins queue 0 of its port (the
+  // single-queue classifier; PatternRouter then skips classification).
   virtual void enqueue_batch(Packet* pkts, const PortId* ports, const QueueId* queues, uint32_t n, Timeslot now,
                              Verdicts& out) = 0;
   // Whether dequeue_head() does more than pop the head.
@@ -49,19 +51,13 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
 
   void enqueue_batch(Packet* pkts, const PortId* ports, const QueueId* queues, uint32_t n, Timeslot now,
                      Verdicts& out) final {
-    auto* self = static_cast<Derived*>(this);
-    QueueBank& b = this->bank();
     out.set_now(now);
-    for (uint32_t i = 0; i < n; ++i) {
-      // Locals: the stores below may alias the arrays as far as the compiler knows.
-      const PortId port = ports[i];
-      const QueueId q = queues[i];
-      b.count_arrival(port, q);
-      const uint64_t settled = b.settled();
-      out.set_context(port, q);
-      self->enqueue(pkts[i], port, q, now, out);
-      if (__builtin_expect(b.settled() == settled, 0)) out.drop(pkts[i], Reason::kBankOverflow);
-    }
+    // With one queue per port the loop is compiled for queue 0: the queue is
+    // then also the port's state (QueueBank), one address and one line.
+    if (queues)
+      enqueue_loop<false>(pkts, ports, queues, n, now, out);
+    else
+      enqueue_loop<true>(pkts, ports, queues, n, now, out);
   }
 
   bool acts_at_dequeue() const final { return has_dequeue; }
@@ -86,6 +82,32 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
   }
 
  private:
+  template <bool kQueue0>
+  [[gnu::always_inline]] void enqueue_loop(Packet* pkts, const PortId* ports, const QueueId* queues, uint32_t n,
+                                           Timeslot now, Verdicts& out) {
+    auto* self = static_cast<Derived*>(this);
+    for (uint32_t i = 0; i < n; ++i) {
+      // Locals: the stores below may alias the arrays as far as the compiler knows.
+      const PortId port = ports[i];
+      const QueueId q = kQueue0 ? QueueId{0} : queues[i];
+      // bank() as the scheme reads it (not a copy hoisted out of the loop),
+      // so that the compiler finds the queue once for the count and the push.
+      QueueBank& b = this->bank();
+      b.count_arrival(port, q);
+      const uint64_t settled = b.settled();
+      out.set_context(port, q);
+      self->enqueue(pkts[i], port, q, now, out);
+      if (__builtin_expect(b.settled() == settled, 0)) unaccounted(pkts[i], out);
+    }
+  }
+
+ private:
+  // A packet the scheme neither pushed nor dropped: dropped here (out of line:
+  // the enqueue loop is every scheme's hot path).
+  [[gnu::cold, gnu::noinline]] static void unaccounted(const Packet& p, Verdicts& out) {
+    out.drop(p, Reason::kBankOverflow);
+  }
+
   static constexpr bool has_dequeue = requires(Derived& d, PortId p, QueueId q, Timeslot t, Packet& o, Verdicts& v) {
     { d.dequeue(p, q, t, o, v) } -> std::same_as<bool>;
   };

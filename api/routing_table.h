@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -44,28 +45,44 @@ class RoutingTable {
   PortId route(const Packet& p) const {
     if (p.dst >= entries_.size()) return kNoRoute;
     const uint16_t e = entries_[p.dst];  // one load for single-path destinations
-    if (e < kGroupBase || e == kNoRoute) return e;
+    return is_group(e) ? route_group(e, p) : e;
+  }
+
+  // For a loop over a batch (PatternRouter): the table read into locals
+  // once. lookup(dst) is the raw entry: a port, kNoRoute, or a group (then
+  // route_group(entry, p)); both markers are >= any router's port count.
+  struct Direct {
+    const uint16_t* entry;
+    uint32_t size;
+    uint16_t lookup(EndpointId dst) const { return dst < size ? entry[dst] : kNoRoute; }
+  };
+  Direct direct() const { return Direct{entries_.data(), static_cast<uint32_t>(entries_.size())}; }
+  static bool is_group(uint16_t e) { return static_cast<uint16_t>(e - kGroupBase) < kMaxGroups; }
+  PortId route_group(uint16_t e, const Packet& p) const {
     const Group g = groups_[e - kGroupBase];
     return ports_[g.first + flow_hash(p.flow, salt_) % g.count];
   }
 
   uint32_t num_destinations() const { return static_cast<uint32_t>(entries_.size()); }
-  std::vector<PortId> candidates(EndpointId dst) const {
+  // The ports `dst` may leave by (empty: no route); valid until the next set().
+  std::span<const PortId> candidates(EndpointId dst) const {
     if (dst >= entries_.size() || entries_[dst] == kNoRoute) return {};
-    const uint16_t e = entries_[dst];
-    if (e < kGroupBase) return {e};
+    const uint16_t& e = entries_[dst];
+    if (!is_group(e)) return {&e, 1};
     const Group g = groups_[e - kGroupBase];
-    return std::vector<PortId>(ports_.begin() + g.first, ports_.begin() + g.first + g.count);
+    return {ports_.data() + g.first, g.count};
   }
   uint32_t num_groups() const { return static_cast<uint32_t>(groups_.size()); }  // distinct ECMP lists
 
  private:
+  static constexpr uint16_t kGroupBase = 0x8000;                   // ports below it are stored as they are
+  static constexpr uint16_t kMaxGroups = kNoRoute - kGroupBase;  // 32,767
+  static_assert(sizeof(PortId) == sizeof(uint16_t), "candidates() views a single-port entry as a PortId");
+
   struct Group {
     uint32_t first = 0;
     uint16_t count = 0;
   };
-  static constexpr uint16_t kGroupBase = 0x8000;                   // ports below it are stored as they are
-  static constexpr uint32_t kMaxGroups = kNoRoute - kGroupBase;  // 32,767
 
   // The index of the group holding exactly `ports`, added if new. The group
   // set last is checked first: consecutive destinations mostly share one.

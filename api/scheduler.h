@@ -25,9 +25,11 @@ namespace flexplane {
 
 class SchedulerBase : public ComponentBase {
  public:
-  // For each port in `ports` (all have backlog) pick at most one packet.
-  // Returns the number written to out / out_ports.
-  virtual uint32_t schedule_batch(const PortId* ports, uint32_t n, Timeslot now, Packet* out, PortId* out_ports) = 0;
+  // For each port with backlog pick at most one packet, in port order: bit b
+  // of nonempty[w] is port 64 w + b (a copy of the bank's port mask taken
+  // before the first pick). Returns the number written to out / out_ports.
+  virtual uint32_t schedule_ports(const uint64_t* nonempty, uint32_t words, Timeslot now, Packet* out,
+                                  PortId* out_ports) = 0;
   // Router mode: up to `max` packets of one backlogged port at `now`, by
   // calling schedule() while it sends and the port has backlog.
   virtual uint32_t schedule_burst(PortId port, Timeslot now, uint32_t max, Packet* out) = 0;
@@ -43,12 +45,16 @@ class Scheduler : public SchedulerBase, public Configured<P> {
   void on_bind() {}  // optional hook: size per-port state from shape()
   bool uses_enqueue_time() const override { return uses_enqueue_time_v<Derived>(); }
 
-  uint32_t schedule_batch(const PortId* ports, uint32_t n, Timeslot now, Packet* out, PortId* out_ports) final {
+  uint32_t schedule_ports(const uint64_t* nonempty, uint32_t words, Timeslot now, Packet* out,
+                          PortId* out_ports) final {
     auto* self = static_cast<Derived*>(this);
     this->env_.verdicts->set_now(now);
     uint32_t m = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (self->schedule(ports[i], now, out[m])) out_ports[m++] = ports[i];
+    for (uint32_t w = 0; w < words; ++w) {
+      for (uint64_t bits = nonempty[w]; bits; bits &= bits - 1) {
+        const PortId port = static_cast<PortId>(w * 64 + __builtin_ctzll(bits));
+        if (self->schedule(port, now, out[m])) out_ports[m++] = port;
+      }
     }
     return m;
   }

@@ -53,13 +53,13 @@ class Verdicts {
   // The arriving packet is refused (not enqueued).
   void drop(const Packet& p, Reason r) {
     bank_->count_refusal();
-    bank_->count_drop(port_, queue_, QueueBank::DropStage::kOnArrival, r);
-    report(p, port_, r);
+    bank_->count_drop(port(), queue(), QueueBank::DropStage::kOnArrival, r);
+    report(p, port(), r);
   }
 
   // CE-mark `p` if it is ECN-capable; returns false (and counts nothing) if it
   // is not, so the caller can drop instead, as RFC 3168 routers do.
-  bool mark_ecn(Packet& p, Reason r) { return mark_ecn(p, port_, queue_, r); }
+  bool mark_ecn(Packet& p, Reason r) { return mark_ecn(p, port(), queue(), r); }
 
   // --- anywhere, naming the queue
 
@@ -100,8 +100,8 @@ class Verdicts {
   }
 
   const RouterLosses& losses() const { return losses_; }
-  PortId port() const { return port_; }
-  QueueId queue() const { return queue_; }
+  PortId port() const { return static_cast<PortId>(port_); }
+  QueueId queue() const { return static_cast<QueueId>(queue_); }
   Timeslot now() const { return now_; }
 
  private:
@@ -112,8 +112,12 @@ class Verdicts {
   QueueBank* bank_ = nullptr;
   uint32_t router_id_ = 0;
   EventSink* sink_ = nullptr;
-  PortId port_ = 0;
-  QueueId queue_ = 0;
+  // Stored wider than PortId / QueueId: set_context() runs once per arrival, and
+  // a store of a uint8_t (a char type) or uint16_t would oblige the compiler to
+  // reload every bank field of those types after it (docs/performance.md, "The
+  // saturated hot path").
+  uint32_t port_ = 0;
+  uint32_t queue_ = 0;
   Timeslot now_ = 0;
   RouterLosses losses_;
 };

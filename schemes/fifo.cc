@@ -7,6 +7,7 @@ class SingleQueueClassifier : public Classifier<SingleQueueClassifier, NoParams>
  public:
   uint16_t num_queues() const override { return 1; }
   QueueId classify(const Packet&, PortId) { return 0; }
+  bool single_queue() const override { return true; }  // the router need not ask
 };
 
 class FifoScheduler : public Scheduler<FifoScheduler, NoParams> {

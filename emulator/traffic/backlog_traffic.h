@@ -40,14 +40,24 @@ class BacklogTraffic final : public Traffic {
       const uint32_t n = static_cast<uint32_t>(group_.size());
       if (n < 2) return 0;
       const uint32_t shift = 1 + static_cast<uint32_t>(now % (n - 1));
-      for (uint32_t i = 0; i < n; ++i) {
-        uint32_t j = i + shift;
-        if (j >= n) j -= n;
-        out[i] = tmpl_;
-        out[i].flow = i;
-        out[i].seq = static_cast<uint32_t>(now);
-        out[i].src = group_[i];
-        out[i].dst = group_[j];
+      // Built in a local and stored whole; destination i + shift, wrapping
+      // (two loops: no per-packet test).
+      Packet p = tmpl_;
+      p.seq = static_cast<uint32_t>(now);
+      const EndpointId* g = group_.data();
+      const uint32_t wrap = n - shift;
+      for (uint32_t i = 0; i < wrap; ++i) {
+        p.flow = i;
+        p.src = g[i];
+        p.dst = g[i + shift];
+        out[i] = p;
+        local[i] = i;
+      }
+      for (uint32_t i = wrap; i < n; ++i) {
+        p.flow = i;
+        p.src = g[i];
+        p.dst = g[i - wrap];
+        out[i] = p;
         local[i] = i;
       }
       return n;
