@@ -276,7 +276,13 @@ void Engine::build_activity(const std::vector<std::vector<std::pair<PortId, Link
       n.rack->tor_index = n.index;
     }
   }
-  for (RouterNode* n : router_nodes_) n->target.assign(n->out.size(), RouterNode::Target{});
+  for (RouterNode* n : router_nodes_) {
+    n->target.assign(n->out.size(), RouterNode::Target{});
+    for (size_t p = 0; p < n->out.size(); ++p)
+      if (n->out[p]) n->target[p].link = n->out[p]->view();
+    n->in_view.clear();
+    for (Link* l : n->in) n->in_view.push_back(l->view());
+  }
   for (const auto& rl : topology_.router_links)
     for (auto [from, to] : {std::pair{rl.a, rl.b}, std::pair{rl.b, rl.a}}) {
       if (!skip) continue;
@@ -291,7 +297,11 @@ void Engine::build_activity(const std::vector<std::vector<std::pair<PortId, Link
         d.remote_in |= bit;  // read every timeslot: its sender cannot wake us
         d.always = true;
       } else {
-        s.target[from.port] = RouterNode::Target{d.arrive.data(), d.arrive_mask, bit, d.index};
+        RouterNode::Target& g = s.target[from.port];
+        g.arrive = d.arrive.data();
+        g.arrive_mask = d.arrive_mask;
+        g.bit = bit;
+        g.node = d.index;
       }
     }
 }

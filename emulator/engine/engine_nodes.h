@@ -246,7 +246,9 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   cache_vector<uint64_t> arrive;
   uint64_t arrive_mask = 0;
   uint64_t remote_in = 0;
-  struct Target {          // per port: the same-core router its link leads to
+  cache_vector<Link::View> in_view;  // in[i]'s wheel
+  struct Target {          // per port: its link, and the same-core router it leads to
+    Link::View link;
     uint64_t* arrive = nullptr;  // null: none (or skip_idle off)
     uint64_t arrive_mask = 0;
     uint64_t bit = 0;
@@ -268,8 +270,8 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
       if (boundary) core->wait_upstream(now);
       uint32_t n = 0;
       if (!skip_idle) {
-        for (Link* l : in)
-          if (l->take(now, batch[n])) ++n;
+        for (const Link::View& l : in_view)
+          if (l.take(now, batch[n])) ++n;
       } else {
         uint64_t& slot = arrive[now & arrive_mask];
         uint64_t bits = slot | remote_in;
@@ -277,10 +279,10 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
         for (; bits; bits &= bits - 1) {
           const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
           if (i < 63) {
-            if (in[i]->take(now, batch[n])) ++n;
+            if (in_view[i].take(now, batch[n])) ++n;
           } else {
-            for (size_t j = 63; j < in.size(); ++j)
-              if (in[j]->take(now, batch[n])) ++n;
+            for (size_t j = 63; j < in_view.size(); ++j)
+              if (in_view[j].take(now, batch[n])) ++n;
           }
         }
       }
@@ -310,7 +312,7 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   void sent_on(PortId port, Timeslot now) {
     const Target& g = target[port];
     if (!g.arrive) return;
-    const Timeslot at = now + out[port]->latency();
+    const Timeslot at = now + g.link.latency;
     g.arrive[at & g.arrive_mask] |= g.bit;
     core->wake_soon(at, g.node);
   }
@@ -337,7 +339,7 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
       const PortId p = sent_ports[m];
       if (kind[p] != PortKind::kRouter)
         lose(now, pkts[m], p, Reason::kNoLink);
-      else if (!out[p]->put(now, pkts[m]))
+      else if (!target[p].link.put(now, pkts[m]))
         lose(now, pkts[m], p, Reason::kLinkCollision);
       else
         sent_on(p, now);
@@ -371,7 +373,7 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
         if (to_rack != i) pkts[to_rack] = pkts[i];
         ++to_rack;
       } else if (kind[p] == PortKind::kRouter) {
-        if (!out[p]->put(now, pkts[i]))
+        if (!target[p].link.put(now, pkts[i]))
           lose(now, pkts[i], p, Reason::kLinkCollision);
         else
           sent_on(p, now);
