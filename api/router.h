@@ -73,7 +73,8 @@ class Router {
   // later call, bank() or sample_stats() could see: no timers, no periodic
   // updates that run on their own. The engine then skips such calls, and the
   // router's whole timeslot, when it has nothing to do ("Cost in proportion
-  // to activity", docs/design.md). PatternRouter: true (its scheduler is asked
+  // to activity", docs/design.md); it keeps the object bank() returns after
+  // bind(), once. PatternRouter: true (its scheduler is asked
   // only for backlogged ports, and components update lazily on packets).
   virtual bool idles_when_empty() const { return false; }
   // The framework-owned accounting (occupancy, counters).

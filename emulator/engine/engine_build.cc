@@ -264,6 +264,7 @@ void Engine::build_activity(const std::vector<std::vector<std::pair<PortId, Link
   for (uint32_t r = 0; r < nr; ++r) {
     RouterNode& n = *router_nodes_[r];
     n.skip_idle = skip;
+    n.bank = &n.router->bank();
     n.idles = skip && n.router->idles_when_empty();
     uint32_t max_in = 1;
     for (const auto& [port, link] : in_links[r]) max_in = std::max(max_in, link->latency() + 1);

@@ -189,7 +189,9 @@ struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
     up.commit(now, m);
     if (m && skip_idle) core->wake_soon(now + up.latency(), tor_index);
     if (promising) promise.update(now, source->remote_quiet_until(now));
-    if (!skip_idle) return true;
+    // A source that sent may have more (and a saturated one always has):
+    // ask only one that sent nothing; at worst it is asked once more.
+    if (!skip_idle || m) return true;
     const Timeslot next = source->next_emit(now);
     if (next <= now + 1) return true;
     // Nothing is emitted before `next`: nothing leaves the rack before it either.
@@ -237,6 +239,7 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
 
   // Activity (EngineOptions::skip_idle; design.md, "Cost in proportion to activity").
   bool skip_idle = false;
+  const QueueBank* bank = nullptr;  // router->bank() (a virtual call saved per timeslot)
   bool idles = false;   // skip_idle and router->idles_when_empty(): output() may be skipped
   bool always = true;   // runs every timeslot: !idles, or it reads links from other cores
   uint32_t rack_index = 0;  // its rack's node index on the core
@@ -294,7 +297,7 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
 
     // Nothing came and nothing is queued: output() would send nothing and
     // change nothing (the router vouched for that: idles_when_empty).
-    if (idles && !got && router->bank().idle()) return always;
+    if (idles && !got && bank->idle()) return always;
 
     // Departures go straight into the rack's access-link slot; the few bound
     // for other routers are moved onto their links and squeezed out.
@@ -305,7 +308,7 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
       rack->down.commit(now, to_rack);
       if (to_rack && skip_idle) core->wake_soon(now + rack->down.latency(), rack_index);
     }
-    return always || !router->bank().idle();
+    return always || !bank->idle();
   }
 
   // A packet went onto the link of `port` at `now`: wake the router it leads to.
