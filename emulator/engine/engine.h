@@ -14,6 +14,10 @@
 //    slot a downstream core has not read. All randomness is seeded per
 //    component.
 //    Hence results are identical on 1 or N cores (tested).
+//  - Cost in proportion to activity: a node runs a timeslot only when a
+//    packet arrives for it, it holds work, or it asked for that timeslot
+//    (Router::idles_when_empty, TrafficSource::next_emit); the results are
+//    those of running every node every timeslot (EngineOptions::skip_idle).
 //  - The engine owns no scheme logic and no traffic logic: routers come from
 //    the registry, traffic from a Traffic implementation.
 #pragma once
