@@ -117,6 +117,8 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   bool one_packet_per_port() const override { return true; }
   // Routes by the table; the scheduler is only asked for backlogged ports.
   bool forwards_by_table() const override { return true; }
+  // output() with an empty bank returns before any component runs.
+  bool idles_when_empty() const override { return true; }
   const QueueBank& bank() const override { return bank_; }
   const RouterLosses& losses() const override { return verdicts_.losses(); }
 

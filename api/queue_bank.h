@@ -76,6 +76,12 @@ class alignas(kCacheLine) QueueBank {
   uint32_t packets(PortId port, QueueId q) const { return queue(port, q).count; }
   uint64_t bytes(PortId port, QueueId q) const { return queue(port, q).bytes; }
   uint32_t port_packets(PortId port) const { return ports_[port].packets; }
+  // No packet in any queue (the engine skips routers with nothing to do).
+  bool idle() const {
+    for (uint64_t w : nonempty_ports_)
+      if (w) return false;
+    return true;
+  }
   bool empty(PortId port, QueueId q) const { return queue(port, q).count == 0; }
   bool full(PortId port, QueueId q) const { return queue(port, q).count >= capacity_; }
   // Bit q set when queue q of `port` holds packets.

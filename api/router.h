@@ -68,6 +68,15 @@ class Router {
   // The engine can then tell from the tables and the bank when a link to
   // another core must stay idle (lookahead; PatternRouter: true).
   virtual bool forwards_by_table() const { return false; }
+  // True if output() at a timeslot in which no packet arrived (no input()
+  // call) and bank() holds no packet sends nothing and changes nothing that a
+  // later call, bank() or sample_stats() could see: no timers, no periodic
+  // updates that run on their own. The engine then skips such calls, and the
+  // router's whole timeslot, when it has nothing to do ("Cost in proportion
+  // to activity", docs/design.md); it keeps the object bank() returns after
+  // bind(), once. PatternRouter: true (its scheduler is asked
+  // only for backlogged ports, and components update lazily on packets).
+  virtual bool idles_when_empty() const { return false; }
   // The framework-owned accounting (occupancy, counters).
   virtual const QueueBank& bank() const = 0;
   // Packets dropped before reaching any queue, by reason (no_route,

@@ -29,6 +29,10 @@ void Engine::run_core(Core& core, Timeslot begin) {
   const bool timed = options_.time_timeslots;
   const bool has_neighbours = !core.upstream.empty() || !core.downstream.empty();  // they read `next`
   const bool check_done = options_.stop_when_done;
+  const bool skip_idle = options_.skip_idle;
+  const Timeslot sample_every = options_.occupancy_interval;
+  if (skip_idle)  // everyone runs the first timeslot and says whether it needs the next
+    for (auto& n : core.nodes) core.wake_soon(begin, n->index);
   if (timed) core.timer.start();
   for (Timeslot t = begin; t < end_.load(std::memory_order_relaxed); ++t) {
     if (real_time) {
@@ -58,16 +62,47 @@ void Engine::run_core(Core& core, Timeslot begin) {
     // and run the interior while the neighbours pick that up (the hand-off
     // between cores costs ~100-150 ns here; overlapped, not waited for).
     const size_t nb = core.boundary_nodes;
-    for (size_t i = 0; i < nb; ++i) core.nodes[i]->step(t);
+    if (skip_idle) {
+      while (!core.later.empty() && core.later.top().at <= t) {  // wakes asked for beyond the wheel
+        const Core::LaterWake w = core.later.top();
+        core.later.pop();
+        core.wake_soon(t, w.node);
+      }
+      step_due(core, t, 0, nb);
+    } else {
+      for (size_t i = 0; i < nb; ++i) core.nodes[i]->step(t);
+    }
     core.next.store(t + 1, std::memory_order_release);
     // Hand the watermark over only while a neighbour may need it soon.
     if (has_neighbours && core.promised_min <= t + 2 * kPromiseRecheck) hand_off(&core.next);
-    for (size_t i = nb; i < core.nodes.size(); ++i) core.nodes[i]->step(t);
+    if (skip_idle)
+      step_due(core, t, nb, core.nodes.size());
+    else
+      for (size_t i = nb; i < core.nodes.size(); ++i) core.nodes[i]->step(t);
+    if (sample_every && t % sample_every == 0)  // every router, run or not (an idle one's queues are as they were)
+      for (RouterNode* r : core.routers) r->sample(t);
     if (core.promising && t >= core.next_promise_check) core.refresh_promises(t);
     if (timed) core.timer.tick();
     if (check_done && t == core.next_done_check && done_check(core, t)) break;
   }
   if (timed) core.timer.stop();
+}
+
+// Runs the nodes [lo, hi) due at `t` (woken, or asking for every timeslot),
+// in node order, and wakes at t + 1 those that ask for it.
+void Engine::step_due(Core& core, Timeslot t, size_t lo, size_t hi) {
+  if (lo >= hi) return;
+  uint64_t* due = &core.wake_bits[(t & core.wake_mask) * core.wake_words];
+  for (size_t w = lo / 64; w * 64 < hi; ++w) {
+    uint64_t bits = due[w];
+    if (w == lo / 64) bits &= ~uint64_t{0} << (lo % 64);
+    if ((w + 1) * 64 > hi) bits &= (uint64_t{1} << (hi % 64)) - 1;
+    due[w] &= ~bits;
+    for (; bits; bits &= bits - 1) {
+      const uint32_t i = static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+      if (core.nodes[i]->step(t)) core.wake_soon(t + 1, i);
+    }
+  }
 }
 
 // Stop when done. At checkpoint j (the end of timeslot T_j = (j + 1) I - 1,

@@ -198,7 +198,9 @@ void Engine::build(Traffic& traffic) {
     auto is_boundary = [](const std::unique_ptr<Node>& n) { return n->boundary; };
     std::stable_partition(core->nodes.begin(), core->nodes.end(), is_boundary);
     core->boundary_nodes = static_cast<size_t>(std::count_if(core->nodes.begin(), core->nodes.end(), is_boundary));
+    for (size_t i = 0; i < core->nodes.size(); ++i) core->nodes[i]->index = static_cast<uint32_t>(i);
   }
+  build_activity(in_links);
 
   for (auto& core : cores_) core->promise_to = std::make_unique<Core::Promise[]>(options_.cores);
   for (const auto& [key, latency] : min_latency_into) {
@@ -242,6 +244,73 @@ void Engine::build(Traffic& traffic) {
         if (router_core_[r] == core->id && rnodes[r]->rack) rnodes[r]->rack->promising = true;
     }
   }
+}
+
+// Who wakes whom (EngineOptions::skip_idle; design.md, "Cost in proportion
+// to activity"): each core's wake wheel, each router's arrival masks, and
+// for every port whose link stays on its core, the router it leads to.
+void Engine::build_activity(const std::vector<std::vector<std::pair<PortId, Link*>>>& in_links) {
+  const bool skip = options_.skip_idle;
+  const uint32_t nr = static_cast<uint32_t>(router_nodes_.size());
+  uint32_t max_local = topology_.endpoint_latency_timeslots;
+  for (const auto& l : topology_.router_links)
+    if (router_core_[l.a.router] == router_core_[l.b.router]) max_local = std::max(max_local, l.latency_timeslots);
+  for (auto& core : cores_) {
+    core->wake_words = static_cast<uint32_t>((core->nodes.size() + 63) / 64);
+    core->wake_mask = next_pow2(max_local + 2) - 1;
+    core->wake_bits.assign((core->wake_mask + 1) * core->wake_words, 0);
+    for (auto& n : core->nodes)
+      if (auto* g = dynamic_cast<EndpointGroupNode*>(n.get())) {
+        g->core = core.get();
+        g->skip_idle = skip;
+      } else {
+        core->routers.push_back(static_cast<RouterNode*>(n.get()));
+      }
+  }
+  for (uint32_t r = 0; r < nr; ++r) {
+    RouterNode& n = *router_nodes_[r];
+    n.skip_idle = skip;
+    n.bank = &n.router->bank();
+    n.idles = skip && n.router->idles_when_empty();
+    uint32_t max_in = 1;
+    for (const auto& [port, link] : in_links[r]) max_in = std::max(max_in, link->latency() + 1);
+    n.remote_in = 0;
+    n.arrive.assign(next_pow2(max_in), 0);
+    n.arrive_mask = n.arrive.size() - 1;
+    n.always = !n.idles;
+    if (n.rack) {
+      n.rack_index = n.rack->index;
+      n.rack->tor_index = n.index;
+    }
+  }
+  for (RouterNode* n : router_nodes_) {
+    n->target.assign(n->out.size(), RouterNode::Target{});
+    for (size_t p = 0; p < n->out.size(); ++p)
+      if (n->out[p]) n->target[p].link = n->out[p]->view();
+    n->in_view.clear();
+    for (Link* l : n->in) n->in_view.push_back(l->view());
+  }
+  for (const auto& rl : topology_.router_links)
+    for (auto [from, to] : {std::pair{rl.a, rl.b}, std::pair{rl.b, rl.a}}) {
+      if (!skip) continue;
+      RouterNode& s = *router_nodes_[from.router];
+      RouterNode& d = *router_nodes_[to.router];
+      const auto& ins = in_links[to.router];  // sorted by port
+      const size_t i = static_cast<size_t>(
+          std::lower_bound(ins.begin(), ins.end(), to.port, [](const auto& e, PortId p) { return e.first < p; }) -
+          ins.begin());
+      const uint64_t bit = uint64_t{1} << std::min<size_t>(i, 63);
+      if (router_core_[from.router] != router_core_[to.router]) {
+        d.remote_in |= bit;  // read every timeslot: its sender cannot wake us
+        d.always = true;
+      } else {
+        RouterNode::Target& g = s.target[from.port];
+        g.arrive = d.arrive.data();
+        g.arrive_mask = d.arrive_mask;
+        g.bit = bit;
+        g.node = d.index;
+      }
+    }
 }
 
 }  // namespace flexplane

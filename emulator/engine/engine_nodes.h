@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <queue>
 #include <vector>
 
 #include "emulator/engine/access_links.h"
@@ -23,11 +24,16 @@ inline constexpr Timeslot kPromiseRecheck = 16;
 
 struct Engine::Node {
   virtual ~Node() = default;
-  virtual void step(Timeslot now) = 0;
+  // Runs timeslot `now`; returns whether the node must run at now + 1 too
+  // whatever arrives (it holds work, or cannot tell). A node that returns
+  // false runs again only when woken (Core::wake): by a packet sent to it or
+  // by a time it asked for ("Cost in proportion to activity", design.md).
+  virtual bool step(Timeslot now) = 0;
   // Stop when done, at a checkpoint after step(now): whether the node holds
   // or sends anything that is still to act after `now` (see EngineOptions).
   virtual bool busy_after(Timeslot now, int64_t* in_transit) = 0;
   bool boundary = false;  // has a link to or from a node on another core
+  uint32_t index = 0;     // position in its core's `nodes` (its wake bit)
 };
 
 struct Engine::Core {
@@ -80,7 +86,31 @@ struct Engine::Core {
   };
   DonePost done_post[4];
   Timeslot next_done_check = ~Timeslot{0};
+  // Which nodes run at a timeslot (EngineOptions::skip_idle): a wheel of
+  // bitsets over `nodes`, slot t & wake_mask, for the next wake_mask + 1
+  // timeslots (more than any same-core latency); later wakes wait in a heap.
+  uint32_t wake_words = 0;  // 64-bit words per slot
+  uint64_t wake_mask = 0;
+  std::vector<uint64_t> wake_bits;  // [slot * wake_words + node / 64]
+  struct LaterWake {
+    Timeslot at;
+    uint32_t node;
+    bool operator>(const LaterWake& o) const { return at > o.at; }
+  };
+  std::priority_queue<LaterWake, std::vector<LaterWake>, std::greater<LaterWake>> later;
+  std::vector<RouterNode*> routers;  // its router nodes, in node order (occupancy samples)
   explicit Core(bool packet_log) : log(packet_log) {}
+
+  // Node `i` runs at timeslot `t` (> the timeslot running now).
+  void wake(Timeslot t, uint32_t i, Timeslot now) {
+    if (t - now <= wake_mask)
+      wake_bits[(t & wake_mask) * wake_words + (i >> 6)] |= uint64_t{1} << (i & 63);
+    else
+      later.push(LaterWake{t, i});
+  }
+  void wake_soon(Timeslot t, uint32_t i) {  // t - now <= wake_mask (a link's latency)
+    wake_bits[(t & wake_mask) * wake_words + (i >> 6)] |= uint64_t{1} << (i & 63);
+  }
 
   // Before reading a cross-core link at `t`: every upstream core has run
   // t - latency or promised its links idle through t (called by the nodes
@@ -144,14 +174,31 @@ struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
   cache_vector<uint32_t> sent_local;
   bool promising = false;  // its core makes promises: keep `promise` current
   RackPromise promise;
+  Core* core = nullptr;
+  uint32_t tor_index = 0;  // its ToR's node index on the core (woken by what the group sends)
+  bool skip_idle = false;  // EngineOptions::skip_idle
+  Timeslot next_emit = 0;  // the source asked not to emit before this (TrafficSource::next_emit)
 
-  void step(Timeslot now) override {
+  bool step(Timeslot now) override {
     Packet* arrived;
     if (const uint32_t n = down.arriving(now, &arrived)) sink->deliver(arrived, n, now);
+    // Woken only for deliveries while the source sleeps: emit() would do nothing.
+    if (now < next_emit) return false;
     const uint32_t m = source->emit(now, up.send_buffer(now), sent_local.data());
     assert(sends_one_per_endpoint(m));
     up.commit(now, m);
+    if (m && skip_idle) core->wake_soon(now + up.latency(), tor_index);
     if (promising) promise.update(now, source->remote_quiet_until(now));
+    // A source that sent may have more (and a saturated one always has):
+    // ask only one that sent nothing; at worst it is asked once more.
+    if (!skip_idle || m) return true;
+    const Timeslot next = source->next_emit(now);
+    if (next <= now + 1) return true;
+    // Nothing is emitted before `next`: nothing leaves the rack before it either.
+    if (promising) promise.quiet_from = std::max(promise.quiet_from, next);
+    next_emit = next;
+    if (next < kNoRemoteTraffic) core->wake(next, index, now);
+    return false;
   }
 
   bool busy_after(Timeslot now, int64_t* in_transit) override {
@@ -190,28 +237,87 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   RouterLosses link_losses;  // packets it sent that no link took (kNoLink, kLinkCollision, kMisdelivered)
   cache_vector<EndpointId> endpoint_at;  // per port: the endpoint it leads to (PortKind::kEndpoint)
 
-  void step(Timeslot now) override {
+  // Activity (EngineOptions::skip_idle; design.md, "Cost in proportion to activity").
+  bool skip_idle = false;
+  const QueueBank* bank = nullptr;  // router->bank() (a virtual call saved per timeslot)
+  bool idles = false;   // skip_idle and router->idles_when_empty(): output() may be skipped
+  bool always = true;   // runs every timeslot: !idles, or it reads links from other cores
+  uint32_t rack_index = 0;  // its rack's node index on the core
+  // In-links with a packet arriving at t: bit i of arrive[t & arrive_mask] for
+  // in[i] (bit 63: in[63] and after), set by same-core senders; links from
+  // other cores (remote_in) are read every timeslot.
+  cache_vector<uint64_t> arrive;
+  uint64_t arrive_mask = 0;
+  uint64_t remote_in = 0;
+  cache_vector<Link::View> in_view;  // in[i]'s wheel
+  struct Target {          // per port: its link, and the same-core router it leads to
+    Link::View link;
+    uint64_t* arrive = nullptr;  // null: none (or skip_idle off)
+    uint64_t arrive_mask = 0;
+    uint64_t bit = 0;
+    uint32_t node = 0;
+  };
+  cache_vector<Target> target;
+
+  bool step(Timeslot now) override {
     // Arrivals: the rack's endpoints (lower ports), then other routers.
     Packet* arrived;
+    bool got = false;
     if (rack)
-      if (const uint32_t n = rack->up.arriving(now, &arrived)) router->input(arrived, n, now);
+      if (const uint32_t n = rack->up.arriving(now, &arrived)) {
+        router->input(arrived, n, now);
+        got = true;
+      }
     if (!in.empty()) {
       // Only now wait for other cores: the rack's arrivals above overlapped the hand-off.
       if (boundary) core->wait_upstream(now);
       uint32_t n = 0;
-      for (Link* l : in)
-        if (l->take(now, batch[n])) ++n;
-      if (n) router->input(batch.data(), n, now);
+      if (!skip_idle) {
+        for (const Link::View& l : in_view)
+          if (l.take(now, batch[n])) ++n;
+      } else {
+        uint64_t& slot = arrive[now & arrive_mask];
+        uint64_t bits = slot | remote_in;
+        slot = 0;
+        for (; bits; bits &= bits - 1) {
+          const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+          if (i < 63) {
+            if (in_view[i].take(now, batch[n])) ++n;
+          } else {
+            for (size_t j = 63; j < in_view.size(); ++j)
+              if (in_view[j].take(now, batch[n])) ++n;
+          }
+        }
+      }
+      if (n) {
+        router->input(batch.data(), n, now);
+        got = true;
+      }
     }
+
+    // Nothing came and nothing is queued: output() would send nothing and
+    // change nothing (the router vouched for that: idles_when_empty).
+    if (idles && !got && bank->idle()) return always;
 
     // Departures go straight into the rack's access-link slot; the few bound
     // for other routers are moved onto their links and squeezed out.
     Packet* out_pkts = rack ? rack->down.send_buffer(now) : sent.data();
     const uint32_t m = router->output(now, out_pkts, sent_ports.data());
     const uint32_t to_rack = rack_first ? dispatch_tail(now, out_pkts, m) : dispatch(now, out_pkts, m);
-    if (rack) rack->down.commit(now, to_rack);
+    if (rack) {
+      rack->down.commit(now, to_rack);
+      if (to_rack && skip_idle) core->wake_soon(now + rack->down.latency(), rack_index);
+    }
+    return always || !bank->idle();
+  }
 
-    if (sample_every && now % sample_every == 0) sample(now);
+  // A packet went onto the link of `port` at `now`: wake the router it leads to.
+  void sent_on(PortId port, Timeslot now) {
+    const Target& g = target[port];
+    if (!g.arrive) return;
+    const Timeslot at = now + g.link.latency;
+    g.arrive[at & g.arrive_mask] |= g.bit;
+    core->wake_soon(at, g.node);
   }
 
   // A router that does not vouch for sending only what its bank holds
@@ -236,8 +342,10 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
       const PortId p = sent_ports[m];
       if (kind[p] != PortKind::kRouter)
         lose(now, pkts[m], p, Reason::kNoLink);
-      else if (!out[p]->put(now, pkts[m]))
+      else if (!target[p].link.put(now, pkts[m]))
         lose(now, pkts[m], p, Reason::kLinkCollision);
+      else
+        sent_on(p, now);
     }
     return m;
   }
@@ -268,7 +376,10 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
         if (to_rack != i) pkts[to_rack] = pkts[i];
         ++to_rack;
       } else if (kind[p] == PortKind::kRouter) {
-        if (!out[p]->put(now, pkts[i])) lose(now, pkts[i], p, Reason::kLinkCollision);
+        if (!target[p].link.put(now, pkts[i]))
+          lose(now, pkts[i], p, Reason::kLinkCollision);
+        else
+          sent_on(p, now);
       } else {
         lose(now, pkts[i], p, Reason::kNoLink);
       }

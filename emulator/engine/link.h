@@ -20,6 +20,34 @@ namespace flexplane {
 
 class alignas(kCacheLine) Link {
  public:
+  struct Slot {
+    Timeslot stamp = ~Timeslot{0};
+    Packet pkt{};
+  };
+  // The link's wheel as its sender and receiver use it, copied into their
+  // own per-port arrays: a hop then touches the slot, not the Link object
+  // as well (one dependent cache miss less per put and per take).
+  struct View {
+    Slot* slots = nullptr;
+    uint64_t mask = 0;
+    uint32_t latency = 1;
+    bool put(Timeslot now, const Packet& p) const {
+      Slot& s = slots[(now + latency) & mask];
+      if (s.stamp == now + latency) return false;
+      s.stamp = now + latency;
+      s.pkt = p;
+      return true;
+    }
+    bool take(Timeslot now, Packet& out) const {
+      const Slot& s = slots[now & mask];
+      if (s.stamp != now) return false;
+      out = s.pkt;
+      return true;
+    }
+  };
+  // Valid for the link's lifetime (init() is called once).
+  View view() { return View{slots_.data(), mask_, latency_}; }
+
   void init(uint32_t latency, uint32_t window_pow2) {
     latency_ = latency;
     mask_ = window_pow2 - 1;
@@ -59,10 +87,6 @@ class alignas(kCacheLine) Link {
  private:
   // The slot array is cache-line aligned and padded (cache_vector), so links
   // owned by different cores never share a line.
-  struct Slot {
-    Timeslot stamp = ~Timeslot{0};
-    Packet pkt{};
-  };
   cache_vector<Slot> slots_;
   uint64_t mask_ = 0;
   uint32_t latency_ = 1;

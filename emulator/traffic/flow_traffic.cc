@@ -76,6 +76,14 @@ class FlowSource final : public TrafficSource {
     return std::max(now + 1, next_remote_start_[next_arrival_]);
   }
 
+  // With every NIC idle, nothing happens before the next flow starts.
+  Timeslot next_emit(Timeslot now) override {
+    for (uint64_t w : active_)
+      if (w) return now + 1;
+    if (next_arrival_ == arrivals_.size()) return kNoRemoteTraffic;
+    return std::max(now + 1, flows_[arrivals_[next_arrival_].flow].start);
+  }
+
   // Open loop: busy until every flow has arrived and left its NIC in full
   // (a dropped packet is never resent: its flow is done here too).
   bool busy_after(Timeslot, int64_t*) override {

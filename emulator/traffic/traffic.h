@@ -30,6 +30,16 @@ class TrafficSource {
   // outside it (kNoRemoteTraffic: never). A promise, and it must be kept:
   // other cores run ahead on it. The default promises nothing.
   virtual Timeslot remote_quiet_until(Timeslot now) { return now + 1; }
+  // Called after emit(now) (and remote_quiet_until) when the engine skips
+  // idle work (EngineOptions::skip_idle): the earliest timeslot after `now`
+  // at which emit() may send a packet or change anything, whatever the
+  // group's sink receives meanwhile (kNoRemoteTraffic: never). The engine
+  // then calls neither emit() nor remote_quiet_until() before it (the sink
+  // still gets every delivery). A promise, like remote_quiet_until: emit()
+  // at any skipped timeslot would have returned 0 and left the source as it
+  // was. The default, now + 1, asks for every timeslot; a source whose sink
+  // feeds it (closed loop: ACKs) keeps that default.
+  virtual Timeslot next_emit(Timeslot now) { return now + 1; }
   // Stop when done (EngineOptions::stop_when_done), asked after emit(now) at
   // the engine's checkpoints: whether the group may still send or act after
   // `now` on its own -- a flow not yet started or not finished (closed loop:
