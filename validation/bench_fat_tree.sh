@@ -72,6 +72,40 @@ timed() {
   echo "loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/info.txt"
 
+# The table over the rounds run so far (rewritten after each round: a long run can be read before its end).
+table() {
+  python3 - "$OUT" "${BINS[@]}" <<'PY'
+import csv, statistics, sys
+from pathlib import Path
+out, bins = Path(sys.argv[1]), sys.argv[2:]
+rows = list(csv.DictReader((out / "times.csv").open()))
+names = {"ns-3": "ns-3 3.37 (ns3_star --topology=fat-tree)"}
+names.update({f"flexplane{i}": f"flexplane `{b}`" for i, b in enumerate(bins)})
+
+def col(prog, k, key):
+    return [float(r[key]) for r in rows if r["program"] == prog and r["k"] == k]
+
+def fmt(v):
+    return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+
+print("| k | program | wall s, median (range) | user s | sys s | max RSS MB | ns-3 / this, wall | ns-3 / this, CPU |")
+print("|---|---|---|---|---|---|---|---|")
+for k in dict.fromkeys(r["k"] for r in rows):
+    ns_wall = statistics.median(col("ns-3", k, "wall_s"))
+    ns_cpu = statistics.median([u + s for u, s in zip(col("ns-3", k, "user_s"), col("ns-3", k, "sys_s"))])
+    for prog in names:
+        wall = col(prog, k, "wall_s")
+        if not wall:
+            continue
+        cpu = [u + s for u, s in zip(col(prog, k, "user_s"), col(prog, k, "sys_s"))]
+        rss = statistics.median(col(prog, k, "maxrss_kb")) / 1024
+        ratio = "" if prog == "ns-3" else f"{ns_wall / statistics.median(wall):.0f}x"
+        cratio = "" if prog == "ns-3" else f"{ns_cpu / max(statistics.median(cpu), 1e-9):.0f}x"
+        print(f"| {k} | {names[prog]} | {fmt(wall)} | {fmt(col(prog, k, 'user_s'))} | "
+              f"{fmt(col(prog, k, 'sys_s'))} | {rss:.0f} | {ratio} | {cratio} |")
+PY
+}
+
 for k in $KS; do
   cfg=validation/scenarios/flexplane_fat_tree_k$k.yaml
   ns3_args=$(validation/run_ns3.sh --list | sed -n "s/^fat-tree-k$k-dctcp: //p")
@@ -110,38 +144,10 @@ for k in $KS; do
           --out "$d" -q
       fi
     done
+    table >"$OUT/table.md"
   done
   unset CFG
 done
 echo "loadavg_end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/info.txt"
 
-python3 - "$OUT" "${BINS[@]}" <<'PY' | tee "$OUT/table.md"
-import csv, statistics, sys
-from pathlib import Path
-out, bins = Path(sys.argv[1]), sys.argv[2:]
-rows = list(csv.DictReader((out / "times.csv").open()))
-names = {"ns-3": "ns-3 3.37 (ns3_star --topology=fat-tree)"}
-names.update({f"flexplane{i}": f"flexplane `{b}`" for i, b in enumerate(bins)})
-
-def col(prog, k, key):
-    return [float(r[key]) for r in rows if r["program"] == prog and r["k"] == k]
-
-def fmt(v):
-    return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
-
-print("| k | program | wall s, median (range) | user s | sys s | max RSS MB | ns-3 / this, wall | ns-3 / this, CPU |")
-print("|---|---|---|---|---|---|---|---|")
-for k in dict.fromkeys(r["k"] for r in rows):
-    ns_wall = statistics.median(col("ns-3", k, "wall_s"))
-    ns_cpu = statistics.median([u + s for u, s in zip(col("ns-3", k, "user_s"), col("ns-3", k, "sys_s"))])
-    for prog in names:
-        wall = col(prog, k, "wall_s")
-        if not wall:
-            continue
-        cpu = [u + s for u, s in zip(col(prog, k, "user_s"), col(prog, k, "sys_s"))]
-        rss = statistics.median(col(prog, k, "maxrss_kb")) / 1024
-        ratio = "" if prog == "ns-3" else f"{ns_wall / statistics.median(wall):.0f}x"
-        cratio = "" if prog == "ns-3" else f"{ns_cpu / max(statistics.median(cpu), 1e-9):.0f}x"
-        print(f"| {k} | {names[prog]} | {fmt(wall)} | {fmt(col(prog, k, 'user_s'))} | "
-              f"{fmt(col(prog, k, 'sys_s'))} | {rss:.0f} | {ratio} | {cratio} |")
-PY
+table | tee "$OUT/table.md"
