@@ -132,17 +132,21 @@ for k in $KS; do
       order=("${rev[@]}")
     fi
     for p in "${order[@]}"; do
+      # Outputs go to a fresh folder that replaces the previous round's once the run is complete
+      # (an interrupted bench keeps each program's last whole outputs, for compare.py).
       if [[ $p == ns3 ]]; then
         d=$OUT/ns3_k$k
-        rm -rf "$d"
+        rm -rf "$d.part"
         # shellcheck disable=SC2086  # ns3_args is a word list
-        timed ns-3 "$k" "$r" "$OUT/ns3_k${k}_r$r.log" "$NS3" $ns3_args --out="$d"
+        timed ns-3 "$k" "$r" "$OUT/ns3_k${k}_r$r.log" "$NS3" $ns3_args --out="$d.part"
       else
         d=$OUT/flexplane${p}_k$k
-        rm -rf "$d"
+        rm -rf "$d.part"
         timed "flexplane$p" "$k" "$r" "$OUT/flexplane${p}_k${k}_r$r.log" "${BINS[$p]}" run "${CFG[$p]}" --cores 1 \
-          --out "$d" -q
+          --out "$d.part" -q
       fi
+      rm -rf "$d"
+      mv "$d.part" "$d"
     done
     table >"$OUT/table.md"
   done
