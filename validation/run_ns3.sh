@@ -14,8 +14,9 @@
 #               summary.yaml, time.txt (/usr/bin/time -v) and summary.md
 #   --trace CSV the web-search scenarios replay this trace instead of the
 #               committed one (validation/ensemble.sh: perturbed copies)
-#   --all       every scenario in --list (about an hour; the diagnostics of
-#               docs/validation.md's history included)
+#   --all       every scenario in --list (about an hour, plus 4-40 minutes for
+#               fat-tree-k8/k16-dctcp; the diagnostics of docs/validation.md's
+#               history included)
 #   SCENARIO    names from --list (default: the references, 9 scenarios,
 #               about 5 minutes: the original set-up and ns-3 set up as
 #               flexplane models a host, SACK on; docs/validation.md)
@@ -112,7 +113,7 @@ for s in "${DEFAULT[@]}"; do
   [[ -n ${ARGS[$s]:-} ]] || { echo "run_ns3: default scenario '$s' is not defined" >&2; exit 2; }
 done
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while (($#)); do
   case $1 in
