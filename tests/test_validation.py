@@ -1,9 +1,14 @@
 """The ns-3 validation's own tooling (docs/validation.md), without ns-3:
-validation/compare.py's verdicts on hand-made runs, and the part of
-flexplane that validation/ns3_star.cc compiles in (the flow-trace parser)
-still building as C++17, the newest standard ns-3 3.37's headers accept."""
+validation/compare.py's verdicts on hand-made runs, the part of flexplane
+that validation/ns3_star.cc compiles in (the flow-trace parser, the fat
+tree's routing tables and flow hash) still building as C++17, the newest
+standard ns-3 3.37's headers accept, the fat tree's routes there being
+flexplane's own (checked against a flexplane run's per-port counts), and the
+fat-tree scenarios running in flexplane."""
 from __future__ import annotations
 
+import csv
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -98,9 +103,10 @@ def test_every_ns3_scenario_has_arguments_and_its_trace_exists() -> None:
     lines = r.stdout.splitlines()
     names = [line.split(":", 1)[0] for line in lines]
     assert {"websearch-dctcp-dctcp-preconnect", "bidir3-dctcp-dctcp", "incast-dctcp-dctcp"} <= set(names), names
+    assert {"fat-tree-k8-dctcp", "fat-tree-k16-dctcp"} <= set(names), names
     for line in lines:
         name, args = line.split(":", 1)
-        assert "--hosts=" in args, line
+        assert "--hosts=" in args or "--topology=fat-tree" in args, line
         traces = [a.split("=", 1)[1] for a in args.split() if a.startswith("--trace=")]
         assert traces or "--incast-senders=" in args, line
         for t in traces:
@@ -172,3 +178,107 @@ def test_ensemble_script_rejects_bad_arguments_before_running_anything(args: lis
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def build_fat_tree_paths(tmp_path: Path) -> Path:
+    """validation/fat_tree_paths.cc, built as ns3_star.cc is (C++17)."""
+    exe = tmp_path / "fat_tree_paths"
+    r = subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Werror", "-I", str(REPO),
+                        str(REPO / "validation" / "fat_tree_paths.cc"),
+                        str(REPO / "emulator" / "workload" / "flow_trace.cc"), "-o", str(exe)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def test_the_ns3_fat_tree_routes_every_flow_as_flexplane_does(tmp_path: Path) -> None:
+    """validation/fat_tree_routes.h (what the ns-3 fat tree forwards by)
+    against flexplane itself: a k = 4 tree, 40 flows spread out in time so
+    that nothing is lost or resent; every router port carries in flexplane
+    exactly the data packets of the flows whose path the header gives through
+    it. A port, an uplink choice or a salt that differed would move packets
+    between ports."""
+    rng = random.Random(5)
+    rows = ["flow_id,src,dst,size_pkts,start_timeslot"]
+    for i in range(40):
+        src = rng.randrange(16)
+        dst = rng.randrange(15)
+        dst += dst >= src
+        rows.append(f"{i},{src},{dst},{rng.randint(1, 60)},{i * 150}")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    cfg = tmp_path / "k4.yaml"
+    cfg.write_text(f"""description: fat-tree routes check
+seed: 13
+network: {{link_rate_gbps: 10, abstract_packet_bytes: 1500}}
+topology: {{kind: fat_tree, k: 4, link_latency_timeslots: 1}}
+routers:
+  default: {{scheme: dctcp, queue_manager: {{k_pkts: 65, capacity_pkts: 256}}}}
+workload: {{kind: trace, trace: {trace}}}
+transport: {{kind: dctcp, initial_cwnd_pkts: 10, min_rto_us: 1000}}
+run: {{duration_ms: 10, drain_ms: 10, cores: 1}}
+output: {{dir: {tmp_path / "out"}}}
+""")
+    r = subprocess.run([str(EMULATOR), "run", str(cfg), "-q"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    flows = list(csv.DictReader((tmp_path / "out" / "flows.csv").open()))
+    assert len(flows) == 40 and all(f["finished"] == "1" and f["retransmits"] == "0" for f in flows)
+    seen = {(c["router"], c["port"]): int(c["dequeued"])
+            for c in csv.DictReader((tmp_path / "out" / "counters.csv").open()) if int(c["dequeued"])}
+
+    paths = build_fat_tree_paths(tmp_path)
+    r = subprocess.run([str(paths), "4", str(trace), "ports"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    predicted = {(c["router"], c["port"]): int(c["packets"]) for c in csv.DictReader(r.stdout.splitlines())}
+    assert predicted == seen
+    # ECMP at work: the edges' and the aggregations' uplinks (ports 2, 3) both carry flows
+    assert {p for (router, p) in seen if router.startswith("agg")} >= {"2", "3"}
+    assert {p for (router, p) in seen if router.startswith("edge")} >= {"2", "3"}
+
+    r = subprocess.run([str(paths), "4", str(trace), "flows"], capture_output=True, text=True, timeout=60)
+    lines = r.stdout.splitlines()
+    assert lines[0] == "flow_id,src,dst,size_pkts,path" and len(lines) == 41
+    # a path across pods crosses 5 routers: edge, agg, core, agg, edge
+    across = [line for line in lines[1:] if int(line.split(",")[1]) // 4 != int(line.split(",")[2]) // 4]
+    assert across and all(len(line.split(",")[4].split(";")) == 5 for line in across)
+
+
+@pytest.mark.parametrize("k, ms", [(8, "1"), (16, "0.2")])
+def test_the_fat_tree_scenarios_replay_their_trace_in_flexplane(k: int, ms: str, tmp_path: Path) -> None:
+    """validation/scenarios/flexplane_fat_tree_k<K>.yaml, the flows that start
+    in its first `ms` milliseconds (the whole trace is the benchmark, not a
+    test): every one finishes, the run stops when done, and occupancy.csv
+    names the tree's routers as the ns-3 side does."""
+    scenario = REPO / "validation" / "scenarios" / f"flexplane_fat_tree_k{k}.yaml"
+    text = scenario.read_text()
+    assert "stop_when_done: true" in text and "duration_ms: 5" in text
+    cfg = tmp_path / "short.yaml"
+    cfg.write_text(text.replace("duration_ms: 5", f"duration_ms: {ms}")
+                   .replace("trace: ../traces/", f"trace: {REPO / 'validation' / 'traces'}/"))
+    out = tmp_path / "out"
+    r = subprocess.run([str(EMULATOR), "run", str(cfg), "--out", str(out), "-q"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    flows = list(csv.DictReader((out / "flows.csv").open()))
+    trace = list(csv.DictReader(line for line in (REPO / "validation" / "traces" /
+                                                  f"websearch_fat_tree_k{k}.csv").open() if not line.startswith("#")))
+    meta = (out / "metadata.yaml").read_text()
+    arrivals = int(meta.split("arrival_timeslots: ", 1)[1].split()[0])
+    started = [t for t in trace if int(t["start_timeslot"]) < arrivals]
+    assert len(started) >= 5 and len(flows) == len(started)
+    assert all(f["finished"] == "1" for f in flows)
+    assert "end_reason: all_flows_done" in meta
+    with (out / "occupancy.csv").open() as f:
+        routers = {row["router"] for row in csv.DictReader(f)}
+    assert len(routers) == k * k * 5 // 4 and {"edge0_0", "agg0_0", "core0_0"} <= routers
+
+
+def test_bench_fat_tree_rejects_bad_arguments_before_running_anything(tmp_path: Path) -> None:
+    script = REPO / "validation" / "bench_fat_tree.sh"
+    for args, message in ((["--rounds", "0"], "--rounds must be a positive integer"),
+                          ([str(tmp_path / "none")], "is not an executable"),
+                          (["--k", "6"], "no scenario for k = 6")):
+        r = subprocess.run([str(script), "--out", str(tmp_path / "out"), *args], capture_output=True, text=True,
+                           timeout=60, cwd=REPO)
+        assert r.returncode == 2 and message in r.stderr, r.stdout + r.stderr
+        assert not (tmp_path / "out").exists()

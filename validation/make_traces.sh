@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
 # Regenerates the committed validation traces with flexplane's own workload
-# generator: runs each validation/scenarios/*.yaml (open loop, 1 core) and keeps
-# the columns of flows.csv that make a flow trace
+# generator: runs each trace generator in validation/scenarios/ (every *.yaml
+# but the flexplane_*.yaml runs that replay the traces; open loop, 1 core) and
+# keeps the columns of flows.csv that make a flow trace
 # (flow_id,src,dst,size_pkts,start_timeslot; emulator/workload/flow_trace.h).
-#   validation/make_traces.sh [BUILD_DIR]     (default build; needs flexplane-emulator)
+#   validation/make_traces.sh [BUILD_DIR] [NAME...]   (default build; needs flexplane-emulator;
+#                                                      NAME: only these, e.g. websearch_fat_tree_k8)
 # The traces are inputs shared by both simulators; they change only if the
 # generator or a scenario file changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
+(($#)) && shift
 EMU=$BUILD/flexplane-emulator
 [[ -x $EMU ]] || { echo "make_traces: $EMU not built (make build)" >&2; exit 2; }
 mkdir -p validation/traces
-for cfg in validation/scenarios/*.yaml; do
+CONFIGS=()
+if (($#)); then
+  for n in "$@"; do
+    [[ -f validation/scenarios/$n.yaml && $n != flexplane_* ]] || { echo "make_traces: no trace generator $n" >&2; exit 2; }
+    CONFIGS+=("validation/scenarios/$n.yaml")
+  done
+else
+  for cfg in validation/scenarios/*.yaml; do [[ $(basename "$cfg") == flexplane_* ]] || CONFIGS+=("$cfg"); done
+fi
+for cfg in "${CONFIGS[@]}"; do
   name=$(basename "$cfg" .yaml)
   out=results/validation/trace_$name
   "$EMU" run "$cfg" --out "$out" >/dev/null

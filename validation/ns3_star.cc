@@ -1,5 +1,8 @@
 // ns-3 reference for flexplane's closed-loop transports: N hosts on one
-// switch (flexplane's `single_rack`), replaying a flexplane flow trace with
+// switch (flexplane's `single_rack`) or, with --topology=fat-tree, flexplane's
+// k-ary fat tree with its per-flow ECMP (validation/ns3_fat_tree.h: the same
+// routing tables and flow hash, so every flow takes flexplane's path),
+// replaying a flexplane flow trace with
 // TCP NewReno (optionally ECN) or DCTCP, through DropTail or DCTCP-marking
 // (RED with min = max = K) egress queues. Writes per-flow FCTs and sampled
 // switch-port backlog in flexplane's units (docs/output-format.md).
@@ -37,6 +40,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +52,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
+#include "validation/ns3_fat_tree.h"
 
 using namespace ns3;
 
@@ -58,6 +63,8 @@ constexpr uint16_t kSinkPort = 5000;
 
 struct Options {
   std::string trace;
+  std::string topology = "star";  // star | fat-tree
+  uint32_t k = 8;                 // fat-tree: ports per switch (k^3/4 hosts)
   uint32_t hosts = 16;
   uint32_t incast_senders = 0;
   uint32_t incast_size_pkts = 10000;
@@ -81,6 +88,7 @@ struct Options {
   bool queue_bytes = false;
   bool sack = false;
   bool ack_wait = false;
+  bool port_counts = false;
   std::string out = "results/ns3";
 };
 
@@ -110,10 +118,22 @@ std::unordered_map<uint32_t, uint32_t> host_by_ip;
 std::unordered_map<Socket*, uint32_t> flow_by_socket;
 uint32_t finished = 0;
 NodeContainer hosts;
-std::vector<Ptr<QueueDisc>> switch_qdiscs;
+// Every switch egress port, in flexplane's order (routers by id, ports
+// ascending): the data queue disc (occupancy, drops, marks) and the device's
+// one-packet transmit queue.
+struct SwitchPort {
+  uint32_t router = 0;
+  std::string name;  // flexplane's router name: tor0 on the star, edge<p>_<i> etc. on the fat tree
+  uint32_t port = 0;
+  Ptr<QueueDisc> qdisc;
+  Ptr<Queue<Packet>> devq;
+  // --port-counts: data frames the port sent (retransmissions included), as
+  // flexplane's counters.csv `dequeued` counts them.
+  std::shared_ptr<uint64_t> data_sent = std::make_shared<uint64_t>(0);
+};
+std::vector<SwitchPort> switch_ports;
 std::vector<Ptr<QueueDisc>> host_qdiscs;
 int trace_flow = -1;
-std::vector<Ptr<Queue<Packet>>> switch_devqs;
 std::ofstream occupancy;
 // Switch drops and marks of data segments only (ns-3's queue disc counts
 // pure ACKs too): an item larger than a header-only frame carries data.
@@ -124,6 +144,9 @@ void DataDrop(Ptr<const QueueDiscItem> item) {
 }
 void DataMark(Ptr<const QueueDiscItem> item, const char*) {
   if (item->GetSize() > kHeaderOnlyBytes) ++data_marks;
+}
+void DataSent(uint64_t* sent, Ptr<const Packet> frame) {
+  if (frame->GetSize() > kHeaderOnlyBytes) ++*sent;
 }
 
 // --ack-wait: how long each header-only segment (pure ACKs, mostly) waits
@@ -373,10 +396,10 @@ void Sample(Time interval) {
   const uint64_t ts = static_cast<uint64_t>(now / timeslot_s + 0.5);
   char us[32];
   std::snprintf(us, sizeof us, "%.3f", now * 1e6);
-  for (size_t port = 0; port < switch_qdiscs.size(); ++port) {
-    const uint32_t pkts = switch_qdiscs[port]->GetNPackets() + switch_devqs[port]->GetNPackets();
-    const uint32_t bytes = switch_qdiscs[port]->GetNBytes() + switch_devqs[port]->GetNBytes();
-    occupancy << ts << ',' << us << ",tor0," << port << ',' << pkts << ',' << bytes << '\n';
+  for (const SwitchPort& sp : switch_ports) {
+    const uint32_t pkts = sp.qdisc->GetNPackets() + sp.devq->GetNPackets();
+    const uint32_t bytes = sp.qdisc->GetNBytes() + sp.devq->GetNBytes();
+    occupancy << ts << ',' << us << ',' << sp.name << ',' << sp.port << ',' << pkts << ',' << bytes << '\n';
   }
   if (finished < flows.size()) Simulator::Schedule(interval, &Sample, interval);
 }
@@ -407,7 +430,10 @@ int main(int argc, char* argv[]) {
   cmd.Usage("ns-3 reference scenario for flexplane: N hosts on one switch, a flexplane flow trace\n"
             "(or an N->1 incast), TCP NewReno/ECN/DCTCP, DropTail or DCTCP marking.");
   cmd.AddValue("trace", "flexplane flow trace CSV (flow_id,src,dst,size_pkts,start_timeslot)", opt.trace);
-  cmd.AddValue("hosts", "hosts on the switch (flexplane topology.endpoints)", opt.hosts);
+  cmd.AddValue("topology", "star (N hosts on one switch: flexplane's single_rack) | fat-tree (flexplane's fat_tree)",
+               opt.topology);
+  cmd.AddValue("k", "fat-tree: ports per switch, even, 4..32 (k^3/4 hosts; --hosts is then ignored)", opt.k);
+  cmd.AddValue("hosts", "star: hosts on the switch (flexplane topology.endpoints)", opt.hosts);
   cmd.AddValue("incast-senders", "instead of a trace: hosts 1..N send to host 0 at time 0", opt.incast_senders);
   cmd.AddValue("incast-size-pkts", "incast: packets per sender", opt.incast_size_pkts);
   cmd.AddValue("transport", "newreno | ecn (NewReno + RFC 3168) | dctcp", opt.transport);
@@ -450,6 +476,10 @@ int main(int argc, char* argv[]) {
                opt.sack);
   cmd.AddValue("first-sent", "write first_sent_us (each flow's first data segment on its sender's wire)",
                opt.first_sent);
+  cmd.AddValue("port-counts",
+               "counters.csv also gets each switch port's dequeued packets and data frames sent (data_sent: "
+               "flexplane's `dequeued`), to check that both simulators route each flow the same way",
+               opt.port_counts);
   cmd.AddValue("ack-wait",
                "write ack_wait_nic / ack_wait_switch to summary.yaml: header-only segments' waits in host NICs and "
                "switch ports (timeslots; count, mean, percentiles)",
@@ -458,6 +488,14 @@ int main(int argc, char* argv[]) {
   cmd.AddValue("out", "output folder (flows.csv, occupancy.csv, counters.csv, summary.yaml)", opt.out);
   cmd.Parse(argc, argv);
 
+  if (opt.topology != "star" && opt.topology != "fat-tree") return fail("--topology must be star or fat-tree");
+  std::unique_ptr<flexplane::validation::FatTreeRoutes> tree;
+  if (opt.topology == "fat-tree") {
+    if (opt.k < 4 || opt.k > 32 || opt.k % 2) return fail("--k must be even, 4..32 (flexplane's fat_tree)");
+    tree = std::make_unique<flexplane::validation::FatTreeRoutes>(opt.k);
+    opt.hosts = tree->num_endpoints();
+    if (opt.incast_senders) return fail("--incast-senders is for the star");
+  }
   if (opt.hosts < 2) return fail("--hosts must be at least 2");
   if (opt.ack_priority_at != "all" && opt.ack_priority_at != "nic" && opt.ack_priority_at != "switch")
     return fail("--ack-priority-at must be all, nic or switch");
@@ -520,7 +558,6 @@ int main(int argc, char* argv[]) {
   Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(opt.transport == "newreno" ? "Off" : "On"));
 
   hosts.Create(opt.hosts);
-  Ptr<Node> sw = CreateObject<Node>();
   PointToPointHelper p2p;
   p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(static_cast<uint64_t>(opt.link_gbps * 1e9))));
   p2p.SetDeviceAttribute("Mtu", UintegerValue(opt.packet_bytes - 2));
@@ -528,7 +565,6 @@ int main(int argc, char* argv[]) {
   p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(QueueSize("1p")));
   InternetStackHelper stack;
   stack.Install(hosts);
-  stack.Install(sw);
 
   TrafficControlHelper host_tc;  // the host NIC: a deep FIFO
   TrafficControlHelper switch_tc;
@@ -564,33 +600,79 @@ int main(int argc, char* argv[]) {
                                "LinkDelay", TimeValue(Seconds(timeslot_s * (opt.link_latency_timeslots - 1))));
   }
 
-  Ipv4AddressHelper addr;
-  addr.SetBase("10.0.0.0", "255.255.255.252");
-  for (uint32_t i = 0; i < opt.hosts; ++i) {
-    NetDeviceContainer devs = p2p.Install(hosts.Get(i), sw);  // 0: host side, 1: switch port i
-    host_qdiscs.push_back(host_tc.Install(devs.Get(0)).Get(0));
+  // A host's NIC and a switch port: their queue discs and traces, the same on
+  // either topology (called before the link's addresses are assigned).
+  auto add_host_nic = [&](uint32_t i, Ptr<NetDevice> dev) {
+    host_qdiscs.push_back(host_tc.Install(dev).Get(0));
     if (opt.first_sent || trace_flow >= 0)  // a parse of every frame: off for the speed comparison
-      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&HostTx, i));
-    QueueDiscContainer q = switch_tc.Install(devs.Get(1));
+      dev->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&HostTx, i));
     if (opt.ack_wait) {
       host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&WaitEnqueue, &nic_acks));
-      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &nic_acks));
-      q.Get(0)->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&WaitEnqueue, &switch_acks));
-      devs.Get(1)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &switch_acks));
+      dev->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &nic_acks));
       host_qdiscs.back()->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&WaitEnqueue, &nic_data));
-      devs.Get(0)->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &nic_data));
+      dev->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &nic_data));
+    }
+  };
+  auto add_switch_port = [&](uint32_t router, const std::string& name, uint32_t port, Ptr<NetDevice> dev) {
+    QueueDiscContainer q = switch_tc.Install(dev);
+    if (opt.ack_wait) {
+      q.Get(0)->TraceConnectWithoutContext("Enqueue", MakeBoundCallback(&WaitEnqueue, &switch_acks));
+      dev->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&WaitTxBegin, &switch_acks));
     }
     // The data queue: occupancy, drops and marks are read there (the ACK band's are not counted).
     Ptr<QueueDisc> data = ack_first_switch ? q.Get(0)->GetQueueDiscClass(1)->GetQueueDisc() : q.Get(0);
-    switch_qdiscs.push_back(data);
     data->TraceConnectWithoutContext("Drop", MakeCallback(&DataDrop));
     data->TraceConnectWithoutContext("Mark", MakeCallback(&DataMark));
-    switch_devqs.push_back(DynamicCast<PointToPointNetDevice>(devs.Get(1))->GetQueue());
-    Ipv4InterfaceContainer ifs = addr.Assign(devs);
-    addr.NewNetwork();
-    host_by_ip[ifs.GetAddress(0).Get()] = i;
+    switch_ports.push_back(SwitchPort{router, name, port, data, DynamicCast<PointToPointNetDevice>(dev)->GetQueue()});
+    if (opt.port_counts)
+      dev->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&DataSent, switch_ports.back().data_sent.get()));
+  };
+
+  std::vector<Ptr<flexplane_ns3::FlexplaneEcmpRouting>> ecmp;
+  if (!tree) {  // the star: host i on switch port i
+    Ptr<Node> sw = CreateObject<Node>();
+    stack.Install(sw);
+    Ipv4AddressHelper addr;
+    addr.SetBase("10.0.0.0", "255.255.255.252");
+    for (uint32_t i = 0; i < opt.hosts; ++i) {
+      NetDeviceContainer devs = p2p.Install(hosts.Get(i), sw);  // 0: host side, 1: switch port i
+      add_host_nic(i, devs.Get(0));
+      add_switch_port(0, "tor0", i, devs.Get(1));
+      Ipv4InterfaceContainer ifs = addr.Assign(devs);
+      addr.NewNetwork();
+      host_by_ip[ifs.GetAddress(0).Get()] = i;
+    }
+    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+  } else {
+    // A segment's flow: data goes from the flow's (source host, port) to the
+    // sink's port, ACKs come back from the sink's port to it.
+    auto resolve = [](Ipv4Address src, Ipv4Address dst, uint16_t sport, uint16_t dport, uint32_t* flow,
+                      uint32_t* to) {
+      const auto s = host_by_ip.find(src.Get()), d = host_by_ip.find(dst.Get());
+      if (s == host_by_ip.end() || d == host_by_ip.end()) return false;
+      const bool data = dport == kSinkPort;
+      const auto f = data ? flow_by_src_port.find({s->second, sport}) : flow_by_src_port.find({d->second, dport});
+      if (f == flow_by_src_port.end()) return false;
+      *flow = f->second;
+      *to = d->second;
+      return true;
+    };
+    flexplane_ns3::FatTreeHooks hooks;
+    hooks.host_nic = add_host_nic;
+    hooks.host_address = [](uint32_t i, Ipv4Address a) { host_by_ip[a.Get()] = i; };
+    hooks.switch_port = add_switch_port;
+    ecmp = flexplane_ns3::BuildFatTree(*tree, hosts, p2p, stack, resolve, hooks);
+    // flexplane's order: routers by id, ports ascending (links are made in another order).
+    std::vector<size_t> order(switch_ports.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [](size_t a, size_t b) {
+      return std::make_pair(switch_ports[a].router, switch_ports[a].port) <
+             std::make_pair(switch_ports[b].router, switch_ports[b].port);
+    });
+    std::vector<SwitchPort> sorted;
+    for (size_t i : order) sorted.push_back(switch_ports[i]);
+    switch_ports = sorted;
   }
-  Ipv4GlobalRoutingHelper::PopulateRoutingTables();
 
   PacketSinkHelper sink("ns3::TcpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), kSinkPort));
   ApplicationContainer sinks = sink.Install(hosts);
@@ -651,11 +733,13 @@ int main(int argc, char* argv[]) {
   }
 
   std::ofstream counters(opt.out + "/counters.csv");
-  counters << "router,port,queue,dropped,marked\n";
+  counters << "router,port,queue,dropped,marked" << (opt.port_counts ? ",dequeued,data_sent" : "") << "\n";
   uint64_t drops = 0, marks = 0;
-  for (size_t port = 0; port < switch_qdiscs.size(); ++port) {
-    const QueueDisc::Stats& st = switch_qdiscs[port]->GetStats();
-    counters << "tor0," << port << ",0," << st.nTotalDroppedPackets << ',' << st.nTotalMarkedPackets << '\n';
+  for (const SwitchPort& sp : switch_ports) {
+    const QueueDisc::Stats& st = sp.qdisc->GetStats();
+    counters << sp.name << ',' << sp.port << ",0," << st.nTotalDroppedPackets << ',' << st.nTotalMarkedPackets;
+    if (opt.port_counts) counters << ',' << st.nTotalDequeuedPackets << ',' << *sp.data_sent;
+    counters << '\n';
     drops += st.nTotalDroppedPackets;
     marks += st.nTotalMarkedPackets;
   }
@@ -681,6 +765,12 @@ int main(int argc, char* argv[]) {
     uint64_t busy = 0;
     for (const Flow& f : flows) busy += f.timeouts_with_data_in_nic;
     summary << "\ntimeouts_with_data_in_nic: " << busy;
+  }
+  if (tree) {
+    uint64_t unresolved = 0;  // segments of no flow, routed as flow 0: none expected
+    for (const auto& r : ecmp) unresolved += r->unresolved();
+    summary << "\ntopology: fat-tree\nk: " << opt.k << "\nrouters: " << tree->num_routers()
+            << "\nunresolved_segments: " << unresolved;
   }
   summary << "\nsimulated_ms: " << sim_end * 1e3 << "\nwall_s: " << wall << "\n";
   std::cout << "ns3_star: " << finished << "/" << flows.size() << " flows finished in " << sim_end * 1e3

@@ -5,6 +5,7 @@
 #
 #   validation/run_ns3.sh [--install] [--out DIR] [--trace CSV] [--all | SCENARIO...]
 #   validation/run_ns3.sh --list
+#   validation/run_ns3.sh --build       (only build it: build-validation/ns3_star)
 #
 #   --install   install ns3 libns3-dev libgsl-dev with apt if missing (not part
 #               of `make test`: ns-3 is only needed here)
@@ -13,8 +14,9 @@
 #               summary.yaml, time.txt (/usr/bin/time -v) and summary.md
 #   --trace CSV the web-search scenarios replay this trace instead of the
 #               committed one (validation/ensemble.sh: perturbed copies)
-#   --all       every scenario in --list (about an hour; the diagnostics of
-#               docs/validation.md's history included)
+#   --all       every scenario in --list (about an hour, plus 4-40 minutes for
+#               fat-tree-k8/k16-dctcp; the diagnostics of docs/validation.md's
+#               history included)
 #   SCENARIO    names from --list (default: the references, 9 scenarios,
 #               about 5 minutes: the original set-up and ns-3 set up as
 #               flexplane models a host, SACK on; docs/validation.md)
@@ -23,6 +25,7 @@ cd "$(dirname "$0")/.."
 
 OUT=results/validation/ns3
 INSTALL=0
+BUILD_ONLY=0
 SCENARIOS=()
 BIN=build-validation/ns3_star
 TRACE=validation/traces/websearch_star16.csv
@@ -76,6 +79,14 @@ done
 for s in websearch-dctcp-dctcp-preconnect-floor2 websearch-newreno-droptail-preconnect; do
   ARGS[$s-sack-bytes]="${ARGS[$s-sack]} --queue-bytes=true"
 done
+# Fat trees (issue 24): flexplane's k = 8 / k = 16 fat tree with its per-flow ECMP (the same routing
+# tables and flow hash: ns3_fat_tree.h), the committed 5 ms web-search traces, DCTCP at K = 65 over
+# 256-packet ports, set up as flexplane models a host (the star's best-agreeing reference: connections
+# open before the flows, ACKs ahead of data, Linux's ssthresh floor, SACK); flexplane side:
+# validation/scenarios/flexplane_fat_tree_k*.yaml; speed: validation/bench_fat_tree.sh.
+for k in 8 16; do
+  ARGS[fat-tree-k$k-dctcp]="--topology=fat-tree --k=$k --trace=validation/traces/websearch_fat_tree_k$k.csv --transport=dctcp --queue=dctcp --capacity-pkts=256 --k-pkts=65 --duration-ms=5 --drain-ms=95 --occupancy-interval-us=600 --preconnect=true --ack-priority=true --dctcp-min-ssthresh-pkts=2 --sack=true"
+done
 # The references (docs/validation.md, status table): what a plain run gives.
 DEFAULT=(websearch-dctcp-dctcp-preconnect-ackprio-floor2-sack websearch-dctcp-dctcp-preconnect-floor2-sack-bytes
          websearch-newreno-droptail-preconnect-sack-bytes incast-dctcp-dctcp-sack incast-newreno-droptail-sack
@@ -96,13 +107,13 @@ ORDER=(websearch-newreno-droptail websearch-dctcp-dctcp websearch-newreno-dropta
        websearch-newreno-droptail-sack
        websearch-newreno-droptail-preconnect-sack bidir3-dctcp-dctcp-sack bidir3-newreno-droptail-sack
        incast-dctcp-dctcp-sack incast-newreno-droptail-sack websearch-dctcp-dctcp-preconnect-floor2-sack-bytes
-       websearch-newreno-droptail-preconnect-sack-bytes)
+       websearch-newreno-droptail-preconnect-sack-bytes fat-tree-k8-dctcp fat-tree-k16-dctcp)
 
 for s in "${DEFAULT[@]}"; do
   [[ -n ${ARGS[$s]:-} ]] || { echo "run_ns3: default scenario '$s' is not defined" >&2; exit 2; }
 done
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while (($#)); do
   case $1 in
@@ -111,6 +122,7 @@ while (($#)); do
     --trace) [[ -f ${2:-} ]] || { echo "run_ns3: --trace needs an existing trace file" >&2; exit 2; }
              for k in "${!ARGS[@]}"; do ARGS[$k]=${ARGS[$k]//--trace=$TRACE /--trace=$2 }; done; shift ;;
     --list) for s in "${ORDER[@]}"; do echo "$s: ${ARGS[$s]}"; done; exit 0 ;;
+    --build) BUILD_ONLY=1 ;;
     --all) SCENARIOS=("${ORDER[@]}") ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "run_ns3: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -138,13 +150,16 @@ fi
 # ns-3.37's headers need C++17 (they do not compile as C++20). The flow-trace
 # reader is flexplane's own, so both simulators parse traces the same way.
 SRC=(validation/ns3_star.cc emulator/workload/flow_trace.cc)
-if [[ ! -x $BIN || -n $(find "${SRC[@]}" emulator/workload/flow_trace.h api/flow.h -newer "$BIN" 2>/dev/null) ]]; then
+DEPS=(emulator/workload/flow_trace.h api/flow.h api/packet.h api/routing_table.h api/rng.h validation/ns3_fat_tree.h
+      validation/fat_tree_routes.h)
+if [[ ! -x $BIN || -n $(find "${SRC[@]}" "${DEPS[@]}" -newer "$BIN" 2>/dev/null) ]]; then
   mkdir -p "$(dirname "$BIN")"
   echo "run_ns3: building $BIN"
   g++ -std=c++17 -O2 -I. "${SRC[@]}" -o "$BIN" -Wl,--no-as-needed \
     $(pkg-config --libs ns3-core ns3-network ns3-internet ns3-point-to-point ns3-applications ns3-traffic-control)
 fi
 
+((BUILD_ONLY)) && exit 0
 mkdir -p "$OUT"
 for s in "${SCENARIOS[@]}"; do
   dir=$OUT/$s
