@@ -13,9 +13,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -64,13 +64,23 @@ class RoutingTable {
   }
 
   uint32_t num_destinations() const { return static_cast<uint32_t>(entries_.size()); }
-  // The ports `dst` may leave by (empty: no route); valid until the next set().
-  std::span<const PortId> candidates(EndpointId dst) const {
+  // The ports `dst` may leave by (empty: no route), a view valid until the
+  // next set(). (Not std::span: validation/ns3_fat_tree.h builds this header
+  // as C++17, which ns-3's headers need.)
+  struct Ports {
+    const PortId* first = nullptr;
+    const PortId* last = nullptr;
+    const PortId* begin() const { return first; }
+    const PortId* end() const { return last; }
+    size_t size() const { return static_cast<size_t>(last - first); }
+    bool empty() const { return first == last; }
+  };
+  Ports candidates(EndpointId dst) const {
     if (dst >= entries_.size() || entries_[dst] == kNoRoute) return {};
-    const uint16_t& e = entries_[dst];
-    if (!is_group(e)) return {&e, 1};
-    const Group g = groups_[e - kGroupBase];
-    return {ports_.data() + g.first, g.count};
+    const uint16_t* e = &entries_[dst];
+    if (!is_group(*e)) return {e, e + 1};
+    const Group g = groups_[*e - kGroupBase];
+    return {ports_.data() + g.first, ports_.data() + g.first + g.count};
   }
   uint32_t num_groups() const { return static_cast<uint32_t>(groups_.size()); }  // distinct ECMP lists
 
