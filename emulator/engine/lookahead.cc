@@ -71,15 +71,24 @@ std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const 
   for (uint32_t k = 0; k < links.size(); ++k) g.links_into[links[k].to.router].push_back(k);
 
   // A rack may send to anyone; a router forwards what reaches it to the
-  // ports its table names. Grow to a fixed point.
+  // ports its table names. Grow to a fixed point, a router at a time (what
+  // reaches a router is the same for all its output links: computed once
+  // per router and round, not once per link).
   g.carries.assign(links.size(), nothing);
+  std::vector<std::vector<uint32_t>> links_out(nr);
+  for (uint32_t k = 0; k < links.size(); ++k) links_out[links[k].from.router].push_back(k);
+  DestinationSet reaching(ne);
   for (bool grew = true; grew;) {
     grew = false;
-    for (uint32_t k = 0; k < links.size(); ++k) {
-      const uint32_t r = links[k].from.router;
-      DestinationSet reaching = g.rack_members[r].any() ? everything : nothing;
-      for (uint32_t j : g.links_into[r]) reaching.add_all(g.carries[j]);
-      grew |= g.carries[k].add_common(reaching, g.routed_to[r][links[k].from.port]);
+    for (uint32_t r = 0; r < nr; ++r) {
+      if (links_out[r].empty()) continue;
+      if (g.rack_members[r].any()) {
+        reaching = everything;
+      } else {
+        reaching = nothing;
+        for (uint32_t j : g.links_into[r]) reaching.add_all(g.carries[j]);
+      }
+      for (uint32_t k : links_out[r]) grew |= g.carries[k].add_common(reaching, g.routed_to[r][links[k].from.port]);
     }
   }
 
@@ -132,6 +141,40 @@ LookaheadPlan LookaheadPlan::plan_for(uint32_t core, const Routing& g, const std
         p.feeders.push_back(static_cast<uint32_t>(port_of_link[j]));
     }
   }
+  return prune(std::move(plan), core);
+}
+
+// Only ports on a link to another core, and the same-core ports that feed
+// them (transitively), bear on a promise: drop the rest (in a fat tree split
+// by pods, most of a core's ports), so promises() walks a fraction of them.
+LookaheadPlan LookaheadPlan::prune(LookaheadPlan plan, uint32_t core) {
+  const size_t n = plan.ports_.size();
+  std::vector<char> keep(n, 0);
+  std::vector<uint32_t> stack;
+  for (uint32_t i = 0; i < n; ++i)
+    if (plan.ports_[i].to_core != core) {
+      keep[i] = 1;
+      stack.push_back(i);
+    }
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
+    for (uint32_t f : plan.ports_[i].feeders)
+      if (!keep[f]) {
+        keep[f] = 1;
+        stack.push_back(f);
+      }
+  }
+  std::vector<uint32_t> index(n, 0);
+  std::vector<Port> kept;
+  for (uint32_t i = 0; i < n; ++i)
+    if (keep[i]) {
+      index[i] = static_cast<uint32_t>(kept.size());
+      kept.push_back(std::move(plan.ports_[i]));
+    }
+  for (Port& p : kept)
+    for (uint32_t& f : p.feeders) f = index[f];  // every feeder of a kept port is kept
+  plan.ports_ = std::move(kept);
   return plan;
 }
 

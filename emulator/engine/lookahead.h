@@ -96,6 +96,8 @@ class LookaheadPlan {
                                 const std::vector<const Router*>& routers, const std::vector<DirectedLink>& links,
                                 const std::vector<const RackPromise*>& racks, const std::vector<CoreProgress>& cores);
 
+  static LookaheadPlan prune(LookaheadPlan plan, uint32_t core);
+
   struct Port {                        // one router port on this core with a link to a router
     const QueueBank* bank = nullptr;   // null: no promise (router does not forward by table)
     PortId port = 0;
