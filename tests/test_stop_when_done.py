@@ -47,16 +47,22 @@ SAME = ("flows.csv", "flows_summary.csv", "counters.csv", "losses.csv", "packets
 def emulate(cfg: Path, out: Path, *extra: str) -> tuple[dict, int]:
     """Runs the emulator in a child of a fresh Python, which reports the child's
     peak RSS (KiB) from getrusage(RUSAGE_CHILDREN): that child alone."""
-    probe = ("import json, resource, subprocess, sys; "
+    probe = ("import json, resource, subprocess, sys, time; t = time.monotonic(); "
              "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-             "print(json.dumps({'rc': r.returncode, 'err': r.stderr, "
+             "print(json.dumps({'rc': r.returncode, 'err': r.stderr, 'wall': time.monotonic() - t, "
              "'maxrss_kb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))")
     p = subprocess.run([sys.executable, "-c", probe, str(BIN), "run", str(cfg), "--quiet", "--out", str(out), *extra],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
     assert res["rc"] == 0, res["err"]
-    return yaml.safe_load((out / "metadata.yaml").read_text()), res["maxrss_kb"]
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())
+    # Where the wall time went: four phases, inside the child's whole life.
+    ph = meta["results"]["phase_seconds"]
+    assert set(ph) == {"before", "setup", "engine", "outputs"} and min(ph.values()) >= 0
+    assert sum(ph.values()) <= res["wall"] + 0.02  # `before` counts from a clock tick (10 ms)
+    assert ph["engine"] >= meta["results"]["wall_seconds"]
+    return meta, res["maxrss_kb"]
 
 
 def write(tmp: Path, text: str, name: str) -> Path:
@@ -198,4 +204,5 @@ def test_stop_when_done_false_is_byte_identical_to_the_version_before(tmp_path: 
                 m.pop(k)
             m["results"].pop("wall_seconds")
             m["results"].pop("peak_rss_mb", None)
+            m["results"].pop("phase_seconds", None)
         assert {k: v for k, v in mo.items() if k not in added} == mb

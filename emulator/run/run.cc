@@ -1,11 +1,14 @@
 #include "emulator/run/run.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "emulator/config/endpoint_contract.h"
 #include "emulator/output/output.h"
@@ -17,6 +20,27 @@ namespace flexplane {
 namespace fs = std::filesystem;
 
 namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Seconds since this process started: its start time in /proc/self/stat
+// (clock ticks since boot) against CLOCK_BOOTTIME; 0 if unreadable.
+double seconds_since_process_start() {
+  std::ifstream f("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string field;
+  for (int i = 3; i < 22 && rest >> field; ++i) {  // fields 3..21; starttime is field 22
+  }
+  unsigned long long start_ticks = 0;
+  if (!(rest >> start_ticks)) return 0;
+  timespec up{};
+  if (clock_gettime(CLOCK_BOOTTIME, &up) != 0) return 0;
+  const double since = up.tv_sec + up.tv_nsec * 1e-9 - static_cast<double>(start_ticks) / sysconf(_SC_CLK_TCK);
+  return since > 0 ? since : 0;
+}
 
 void emit_params(YAML::Emitter& y, const char* key, const std::string& name, const ResolvedParams& params) {
   if (name.empty()) return;
@@ -120,6 +144,11 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "router_packet_hops" << YAML::Value << s.router_packet_hops;
   y << YAML::Key << "wall_seconds" << YAML::Value << s.wall_seconds;
   y << YAML::Key << "peak_rss_mb" << YAML::Value << s.peak_rss_mb;
+  const RunSummary::Phases& ph = s.phase_seconds;
+  y << YAML::Key << "phase_seconds" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  y << YAML::Key << "before" << YAML::Value << ph.before << YAML::Key << "setup" << YAML::Value << ph.setup;
+  y << YAML::Key << "engine" << YAML::Value << ph.engine << YAML::Key << "outputs" << YAML::Value << ph.outputs;
+  y << YAML::EndMap;
   y << YAML::EndMap;
   y << YAML::Key << "config" << YAML::Value << c.resolved;
   y << YAML::EndMap;
@@ -131,6 +160,8 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
 }  // namespace
 
 RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
+  const double before = seconds_since_process_start();
+  const double t_setup = now_s();
   prepare_output_dir(c.output_dir);  // fail before the run, not after it
   const OccupancyFile occupancy_file = parse_occupancy_file(c.occupancy_file, c.file + ": output.occupancy");
   std::vector<ResolvedRouter> resolved;
@@ -148,9 +179,14 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   Engine engine(c.topology, std::move(routers), traffic, opt);
   std::function<void(const EngineProgress&)> on_progress;
   if (progress) on_progress = [&](const EngineProgress& p) { progress(c, p); };
+  const double t_engine = now_s();
   engine.run(c.duration + c.drain, on_progress);
+  const double t_outputs = now_s();
 
   RunSummary s;
+  s.phase_seconds.before = before;
+  s.phase_seconds.setup = t_engine - t_setup;
+  s.phase_seconds.engine = t_outputs - t_engine;
   s.output_dir = c.output_dir;
   s.flows = flows.size();
   s.timeslots = engine.now();
@@ -192,6 +228,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   write_engine_outputs(c.output_dir, engine, opt, occupancy_file, traffic.unexpected_arrivals(), events);
   rusage ru{};
   if (getrusage(RUSAGE_SELF, &ru) == 0) s.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+  s.phase_seconds.outputs = now_s() - t_outputs;  // all but metadata.yaml itself
   write_metadata((dir / "metadata.yaml").string(), c, resolved, stamping.priority, wstats, s);
   return s;
 }

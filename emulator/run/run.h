@@ -27,7 +27,14 @@ struct RunSummary {
   Timeslot cap = 0;                    // duration + drain: where it ends at the latest
   bool all_flows_done = false;         // ended early: every flow done, nothing left in the network (stop_when_done)
   double peak_rss_mb = 0;              // the process's peak resident set so far (getrusage ru_maxrss)
-  double wall_seconds = 0;
+  double wall_seconds = 0;              // the engine's run (Engine::wall_seconds)
+  // Where the process's wall time went, in seconds (steady clock): before
+  // this run started (process start to execute_run: loading the config and
+  // topology, and any variants run before this one), setting up (routers,
+  // flows, the engine), the engine's run, and writing the outputs.
+  struct Phases {
+    double before = 0, setup = 0, engine = 0, outputs = 0;
+  } phase_seconds;
   double offered_load = 0;
   std::string output_dir;
 };
