@@ -57,20 +57,11 @@ class alignas(kCacheLine) Link {
   // Send `p` at timeslot `now`. Returns false if the link already carries a
   // packet sent at `now` (a router broke the one-per-port rule): the caller
   // counts and drops it.
-  bool put(Timeslot now, const Packet& p) {
-    Slot& s = slots_[(now + latency_) & mask_];
-    if (s.stamp == now + latency_) return false;
-    s.stamp = now + latency_;
-    s.pkt = p;
-    return true;
-  }
+  bool put(Timeslot now, const Packet& p) { return view().put(now, p); }
 
   // The packet arriving at `now`, if any.
   bool take(Timeslot now, Packet& out) const {
-    const Slot& s = slots_[now & mask_];
-    if (s.stamp != now) return false;
-    out = s.pkt;
-    return true;
+    return View{const_cast<Slot*>(slots_.data()), mask_, latency_}.take(now, out);  // take() only reads
   }
 
   // The first arrival timeslot in [from, until) that carries a packet, or
