@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -169,19 +170,48 @@ void write_occupancy_csv(const std::string& path, double timeslot_ns, const Engi
   bool aligned = true;
   const OccupancyTrace& first = engine.occupancy_trace(0);
   for (uint32_t r = 1; r < engine.num_routers(); ++r) aligned = aligned && engine.occupancy_trace(r).times == first.times;
+  // A row is "timeslot,time_us," (printf's %.4f, formatted once per sample
+  // time) then "router,port,packets,bytes" (to_chars); each sample time's
+  // rows are written with one fwrite. Identical bytes to one fprintf per
+  // row, which took most of the outputs' time on a k = 8 fat tree.
+  std::string buf;
+  char head[64];
+  size_t head_len = 0;
+  Timeslot head_time = ~Timeslot{0};
   auto row = [&](Timeslot t, uint32_t router, PortId port, uint32_t packets, uint64_t bytes) {
-    std::fprintf(out.f, "%llu,%.4f,%s,%u,%u,%llu\n", static_cast<unsigned long long>(t), t * ts_us,
-                 engine.topology().routers[router].name.c_str(), port, packets, static_cast<unsigned long long>(bytes));
+    if (t != head_time) {
+      head_len = static_cast<size_t>(std::snprintf(head, sizeof head, "%llu,%.4f,", static_cast<unsigned long long>(t), t * ts_us));
+      head_time = t;
+    }
+    buf.append(head, head_len);
+    buf += engine.topology().routers[router].name;
+    for (const uint64_t v : {uint64_t{port}, uint64_t{packets}, bytes}) {
+      char d[24];  // 20 digits at most
+      buf += ',';
+      buf.append(d, std::to_chars(d, d + sizeof d, v).ptr);
+    }
+    buf += '\n';
+  };
+  auto flush = [&] {
+    if (!buf.empty() && std::fwrite(buf.data(), 1, buf.size(), out.f) != buf.size())
+      throw std::runtime_error(path + ": write failed");
+    buf.clear();
   };
   if (!aligned) {
-    for (const auto& s : engine.occupancy()) row(s.time, s.router, s.port, s.packets, s.bytes);
+    for (const auto& s : engine.occupancy()) {
+      row(s.time, s.router, s.port, s.packets, s.bytes);
+      if (buf.size() > (size_t{1} << 16)) flush();
+    }
+    flush();
     return;
   }
-  for (size_t i = 0; i < first.times.size(); ++i)
+  for (size_t i = 0; i < first.times.size(); ++i) {
     for (uint32_t r = 0; r < engine.num_routers(); ++r) {
       const OccupancyTrace& o = engine.occupancy_trace(r);
       for (PortId p = 0; p < o.ports; ++p) row(o.times[i], r, p, o.packets[i * o.ports + p], o.bytes_at(i * o.ports + p));
     }
+    flush();
+  }
 }
 
 uint64_t histogram_percentile(const std::vector<uint64_t>& histogram, uint64_t total, double q) {
