@@ -134,12 +134,14 @@ class alignas(kCacheLine) QueueBank {
 
   // Head of the queue; precondition: !empty(port, q). index counts from the head.
   const Packet& peek(PortId port, QueueId q, uint32_t index = 0) const {
-    assert(index < queue(port, q).count);
-    return slot(port, q, queue(port, q).head + index);
+    const QueueState& s = queue(port, q);
+    assert(index < s.count);
+    return s.ring[(s.head + index) & ring_mask_];
   }
   Packet& peek_mut(PortId port, QueueId q, uint32_t index = 0) {
-    assert(index < queue(port, q).count);
-    return slot(port, q, queue(port, q).head + index);
+    const QueueState& s = queue(port, q);
+    assert(index < s.count);
+    return s.ring[(s.head + index) & ring_mask_];
   }
 
   // Dequeue the head (counted as dequeued); precondition: !empty(port, q).
@@ -165,12 +167,12 @@ class alignas(kCacheLine) QueueBank {
   Packet remove_at(PortId port, QueueId q, uint32_t index) {
     QueueState& s = queue(port, q);
     assert(index < s.count);
-    Packet p = slot(port, q, s.head + index);
+    Packet p = s.ring[(s.head + index) & ring_mask_];
     // Close the gap from the nearer end: O(min(index, count - index)).
     auto move = [&](uint32_t to, uint32_t from) {
-      const size_t t = slot_index(port, q, s.head + to), f = slot_index(port, q, s.head + from);
-      slots_[t] = slots_[f];
-      if (stamps_) stamps_[t] = stamps_[f];
+      const uint32_t t = (s.head + to) & ring_mask_, f = (s.head + from) & ring_mask_;
+      s.ring[t] = s.ring[f];
+      if (s.stamps) s.stamps[t] = s.stamps[f];
     };
     if (index < s.count / 2) {
       for (uint32_t i = index; i > 0; --i) move(i, i - 1);
@@ -284,9 +286,6 @@ class alignas(kCacheLine) QueueBank {
   }
   QueueState& queue(PortId port, QueueId q) { return queues_[index(port, q)]; }
   const QueueState& queue(PortId port, QueueId q) const { return queues_[index(port, q)]; }
-  size_t slot_index(PortId port, QueueId q, uint32_t pos) const { return index(port, q) * stride_ + (pos & ring_mask_); }
-  Packet& slot(PortId port, QueueId q, uint32_t pos) { return slots_[slot_index(port, q, pos)]; }
-  const Packet& slot(PortId port, QueueId q, uint32_t pos) const { return slots_[slot_index(port, q, pos)]; }
 
   [[gnu::always_inline]] void after_remove(PortId port, QueueId q, QueueState& s, uint16_t size_bytes) {
     const uint32_t count = s.count - 1;
@@ -416,7 +415,6 @@ class alignas(kCacheLine) QueueBank {
     static constexpr size_t kPromotePages = 64;
     static constexpr size_t kHugeBudgetBytes = size_t{64} << 20;
     static constexpr size_t kHugeBankBytes = size_t{32} << 20;
-    Packet& operator[](size_t i) const { return p[i]; }
     Slots() = default;
     Slots(const Slots&) = delete;
     Slots& operator=(const Slots&) = delete;

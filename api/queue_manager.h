@@ -52,8 +52,8 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
   void enqueue_batch(Packet* pkts, const PortId* ports, const QueueId* queues, uint32_t n, Timeslot now,
                      Verdicts& out) final {
     out.set_now(now);
-    // With one queue per port the loop is compiled for queue 0: the queue is
-    // then also the port's state (QueueBank), one address and one line.
+    // With one queue per port the loop is compiled for queue 0 (no queue
+    // array to read, and the queue's address follows from the port alone).
     if (queues)
       enqueue_loop<false>(pkts, ports, queues, n, now, out);
     else
@@ -101,7 +101,6 @@ class QueueManager : public QueueManagerBase, public Configured<P> {
     }
   }
 
- private:
   // A packet the scheme neither pushed nor dropped: dropped here (out of line:
   // the enqueue loop is every scheme's hot path).
   [[gnu::cold, gnu::noinline]] static void unaccounted(const Packet& p, Verdicts& out) {
