@@ -5,7 +5,8 @@
 // Cost per router packet-hop, saturated rack (issue 24; docs/performance.md,
 // "The saturated hot path"): measured 11.5 ns/hop = 30 TSC cycles (2.6 GHz)
 // and 174 instructions/hop for DropTail on one core of the 2-vCPU AMD EPYC
-// VM, 2026-11-27 (base e758587: 13.6 ns, 210 instructions). Command:
+// VM, 2026-11-27, at 3103291 before the sprint's merge (base e758587: 13.6 ns,
+// 210 instructions; merged main 5a40eb0: 11.7 ns in a 9-round A/B). Command:
 //   perf record -e cpu-clock build/flexplane_bench
 //     --benchmark_filter='BM_Engine_DropTail/cores:1/xlat:1/racks:0' --benchmark_min_time=1
 //   valgrind --tool=callgrind (same, --benchmark_min_time=0.01)
