@@ -5,6 +5,7 @@
 //   flexplane-emulator list
 //   flexplane-emulator live CONFIG [--out DIR] [--duration-s S] [--record] ... -- <EAL args>
 //   flexplane-emulator replay CONFIG --arrivals FILE --out DIR
+//   flexplane-emulator capacity CONFIG [--cores N] [--drivers D] [--load L | --backlog P] [--duration-s S] ...
 //
 // Exit status: 0 success, 2 bad configuration or arguments, 1 other failure.
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include "emulator/config/printable.h"
 #include "emulator/live/live_run.h"
 #include "emulator/output/output.h"
+#include "emulator/run/capacity.h"
 #include "emulator/run/replay.h"
 #include "emulator/run/setup.h"
 #include "emulator/run/run.h"
@@ -158,6 +160,28 @@ int main(int argc, char** argv) {
                          "run until this timeslot (default: end_timeslot of live_summary.yaml beside the arrivals)");
   replay_cmd->add_option("--cores", ra.cores, "emulation cores (default: run.cores)")->check(CLI::Range(1, 256));
 
+  // The live capacity experiment (docs/live.md, "Capacity"): no DPDK needed.
+  CapacityArgs ca;
+  auto* capacity_cmd = app.add_subcommand(
+      "capacity", "real-time engine driven by synthetic endpoints on cores of their own: emulated Gbit/s, "
+                  "late timeslots, request->verdict latency -> capacity.yaml");
+  capacity_cmd->add_option("config", ca.config, "experiment YAML file (topology, routers, network; live.endpoint_queue_pkts)")
+      ->required();
+  capacity_cmd->add_option("--variant", ca.variant, "the variant (configs with variants)");
+  capacity_cmd->add_option("--out", ca.out_dir, "results folder (overrides output.dir)");
+  capacity_cmd->add_option("--cores", ca.cores, "engine cores (default: run.cores)")->check(CLI::Range(1, 256));
+  capacity_cmd->add_option("--drivers", ca.drivers, "synthetic endpoint threads, each on a CPU of its own (default 1)")
+      ->check(CLI::Range(1, 64));
+  capacity_cmd->add_option("--load", ca.load, "Poisson requests per endpoint per timeslot: the fraction of its link (default 0.5)");
+  capacity_cmd->add_option("--backlog", ca.backlog, "backlogged endpoints instead: requests outstanding per endpoint");
+  capacity_cmd->add_option("--duration-s", ca.duration_s, "measured window, seconds (default 1)");
+  capacity_cmd->add_option("--warmup-s", ca.warmup_s, "offered before the window, not measured (default 0.1)");
+  capacity_cmd->add_option("--late-threshold", ca.late_threshold,
+                           "fraction of late timeslots above which the point is marked late, not a capacity (default 0.001)");
+  capacity_cmd->add_option("--drain-timeout-s", ca.drain_timeout_s,
+                           "after the window, wait at most this long for every verdict (default 5)");
+  capacity_cmd->add_flag("-q,--quiet", ca.quiet, "no per-second lines");
+
   // Everything after the first '--' belongs to the DPDK EAL (live only).
   std::vector<std::string> eal_args;
   int cli_argc = argc;
@@ -190,6 +214,10 @@ int main(int argc, char** argv) {
     if (!eal_args.empty()) {
       std::fprintf(stderr, "error: arguments after '--' are only for `live` (DPDK EAL)\n");
       return 2;
+    }
+    if (app.got_subcommand("capacity")) {
+      if (capacity_cmd->count("--out") && ca.out_dir.empty()) throw UsageError("--out: empty folder name");
+      return run_capacity(ca);
     }
     if (app.got_subcommand("replay")) {
       if (ra.out_dir.empty()) throw UsageError("--out: empty folder name");

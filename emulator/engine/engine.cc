@@ -169,6 +169,10 @@ std::vector<CoreHealth> Engine::health() const {
   return out;
 }
 
+void Engine::reset_max_lag() {
+  for (auto& c : cores_) c->max_lag_ns.store(0, std::memory_order_relaxed);
+}
+
 void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>& progress, double period_s,
                  CoreLauncher* launcher) {
   if (end <= now_) return;

@@ -164,6 +164,10 @@ class Engine {
   // (options.stop_when_done), rather than at its `end`.
   bool stopped_when_done() const { return stopped_when_done_; }
   std::vector<CoreHealth> health() const;
+  // Real time: forget each core's worst lag so far, so that health() reports
+  // the worst since this call (a measurement window's start; the first
+  // timeslots of a run lag while the cores start and touch their memory).
+  void reset_max_lag();
   double wall_seconds() const { return wall_seconds_; }
   const Topology& topology() const { return topology_; }
   const Router& router(uint32_t i) const { return *routers_[i]; }

@@ -5,10 +5,9 @@
 // - Memory follows what is queued now, not what was ever queued. A vector
 //   popped from the front and cleared only when empty grew by one entry per
 //   segment for as long as its host never drained (a busy sender clocked by
-//   its ACKs): hundreds of MB over a 10 ms k = 32 run. Here a power-of-two
-//   ring doubles when full, reuses its slots while it cycles, and gives its
-//   storage back when it empties while holding more than kKeepSlots, so a
-//   host that sent a burst of a thousand segments keeps nothing afterwards.
+//   its ACKs): hundreds of MB over a 10 ms k = 32 run. The FifoRing
+//   (fifo_ring.h) gives its storage back when it empties, so a host that
+//   sent a burst of a thousand segments keeps nothing afterwards.
 // - An entry is 16 bytes: the flow's arrival index at the source, the seq,
 //   the ECN flags and the low 32 bits of the timeslot the segment joined.
 //   Waits are taken modulo 2^32, exact below 2^32 timeslots (85 minutes of
@@ -16,9 +15,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "api/packet.h"
+#include "emulator/traffic/fifo_ring.h"
 
 namespace flexplane {
 
@@ -34,43 +33,7 @@ struct NicSlot {
 };
 static_assert(sizeof(NicSlot) == 16);
 
-class NicFifo {
- public:
-  static constexpr uint32_t kFirstSlots = 16;  // an initial window of 10 fits
-  static constexpr uint32_t kKeepSlots = 64;   // storage kept by an empty FIFO, at most
-
-  bool empty() const { return size_ == 0; }
-  uint32_t size() const { return size_; }
-  uint32_t slots() const { return cap_; }  // allocated entries
-  const NicSlot& front() const { return buf_[head_]; }
-
-  void push(const NicSlot& s) {
-    if (size_ == cap_) grow();
-    buf_[(head_ + size_) & (cap_ - 1)] = s;
-    ++size_;
-  }
-  void pop() {
-    head_ = (head_ + 1) & (cap_ - 1);
-    if (--size_) return;
-    head_ = 0;
-    if (cap_ > kKeepSlots) {
-      buf_.reset();
-      cap_ = 0;
-    }
-  }
-
- private:
-  void grow() {
-    const uint32_t cap = cap_ ? 2 * cap_ : kFirstSlots;
-    std::unique_ptr<NicSlot[]> bigger(new NicSlot[cap]);
-    for (uint32_t i = 0; i < size_; ++i) bigger[i] = buf_[(head_ + i) & (cap_ - 1)];
-    buf_ = std::move(bigger);
-    cap_ = cap;
-    head_ = 0;
-  }
-
-  std::unique_ptr<NicSlot[]> buf_;
-  uint32_t cap_ = 0, head_ = 0, size_ = 0;
-};
+// Memory on demand (fifo_ring.h); 16 slots hold an initial window of 10.
+using NicFifo = FifoRing<NicSlot, 16, 64>;
 
 }  // namespace flexplane

@@ -1,8 +1,9 @@
 #include "emulator/traffic/live_traffic.h"
 
 #include <algorithm>
-#include <deque>
 #include <tuple>
+
+#include "emulator/traffic/fifo_ring.h"
 
 namespace flexplane {
 
@@ -14,27 +15,39 @@ class EndpointQueues final : public TrafficSource {
  public:
   EndpointQueues(const std::vector<EndpointId>& group, size_t num_endpoints, uint32_t limit, ArrivalFeed& feed,
                  VerdictOut& refusals)
-      : local_of_(num_endpoints, -1), nics_(group.size()), limit_(limit), feed_(feed), refusals_(refusals) {
+      : local_of_(num_endpoints, -1),
+        nics_(group.size()),
+        busy_((group.size() + 63) / 64, 0),
+        limit_(limit),
+        feed_(feed),
+        refusals_(refusals) {
     for (size_t i = 0; i < group.size(); ++i) local_of_[group[i]] = static_cast<int32_t>(i);
   }
 
   uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
     Packet batch[64];
+    LiveVerdict refused[64];
     size_t n;
-    while ((n = feed_.fetch(now, batch, 64)) > 0)
+    while ((n = feed_.fetch(now, batch, 64)) > 0) {
+      size_t r = 0;
       for (size_t i = 0; i < n; ++i) {
         const int32_t l = batch[i].src < local_of_.size() ? local_of_[batch[i].src] : -1;
         if (l < 0 || nics_[l].size() >= limit_) {  // not ours (never expected) or queue full: refuse, visibly
-          refusals_.put(LiveVerdict{batch[i], now, LiveVerdict::kDrop, Reason::kEndpointOverflow});
+          refused[r++] = LiveVerdict{batch[i], now, LiveVerdict::kDrop, Reason::kEndpointOverflow};
           continue;
         }
-        nics_[l].push_back(batch[i]);
+        nics_[l].push(batch[i]);
+        busy_[l / 64] |= uint64_t{1} << (l % 64);
       }
+      if (r) refusals_.put(refused, r);
+    }
     uint32_t m = 0;
-    for (uint32_t l = 0; l < nics_.size(); ++l)
-      if (!nics_[l].empty()) {
+    for (size_t w = 0; w < busy_.size(); ++w)  // the endpoints with a queue, in order
+      for (uint64_t bits = busy_[w]; bits; bits &= bits - 1) {
+        const uint32_t l = static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
         out[m] = nics_[l].front();
-        nics_[l].pop_front();
+        nics_[l].pop();
+        if (nics_[l].empty()) busy_[w] &= ~(uint64_t{1} << (l % 64));
         local[m++] = l;
       }
     return m;
@@ -42,7 +55,8 @@ class EndpointQueues final : public TrafficSource {
 
  private:
   std::vector<int32_t> local_of_;
-  std::vector<std::deque<Packet>> nics_;
+  std::vector<FifoRing<Packet>> nics_;
+  std::vector<uint64_t> busy_;  // bit l: nics_[l] holds a packet
   uint32_t limit_;
   ArrivalFeed& feed_;
   VerdictOut& refusals_;
@@ -53,9 +67,18 @@ class VerdictSink final : public TrafficSink {
   // `log` (may be null): also record deliveries there if it keeps them (run.packet_log).
   VerdictSink(VerdictOut& out, EventLog* log) : out_(out), log_(log && log->log_deliveries() ? log : nullptr) {}
   void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
-    for (uint32_t i = 0; i < n; ++i) {
-      out_.put(LiveVerdict{pkts[i], now, pkts[i].ce() ? LiveVerdict::kMark : LiveVerdict::kRelease, Reason::kCount});
-      if (log_) log_->on_deliver(pkts[i], now);
+    // A timeslot's deliveries go out as one burst: one release of the ring's
+    // tail per burst, not per verdict (each costs the feeder a cache miss).
+    LiveVerdict burst[64];
+    for (uint32_t i = 0; i < n;) {
+      const uint32_t m = std::min<uint32_t>(n - i, 64);
+      for (uint32_t j = 0; j < m; ++j) {
+        const Packet& p = pkts[i + j];
+        burst[j] = LiveVerdict{p, now, p.ce() ? LiveVerdict::kMark : LiveVerdict::kRelease, Reason::kCount};
+        if (log_) log_->on_deliver(p, now);
+      }
+      out_.put(burst, m);
+      i += m;
     }
   }
 
@@ -84,26 +107,81 @@ class RingOut final : public VerdictOut {
     while (!ring.push(v)) {
     }
   }
+  void put(const LiveVerdict* v, size_t n) override {
+    while (n) {
+      const size_t k = ring.push(v, n);
+      v += k;
+      n -= k;
+    }
+  }
   SpscRing<LiveVerdict> ring;
 };
 
 class VectorOut final : public VerdictOut {
  public:
   void put(const LiveVerdict& v) override { all.push_back(v); }
+  void put(const LiveVerdict* v, size_t n) override { all.insert(all.end(), v, v + n); }
   std::vector<LiveVerdict> all;
+};
+
+// Several feeders: the verdicts of one producer (a group's core, or an engine
+// core's routers) to the ring of each request's feeder -- that of its source's
+// group -- one burst per feeder.
+class FeederRouter final : public VerdictOut {
+ public:
+  FeederRouter(std::vector<RingOut*> rings, const std::vector<int32_t>& group_of)
+      : rings_(std::move(rings)), group_of_(group_of) {}
+  void put(const LiveVerdict& v) override { rings_[feeder(v)]->put(v); }
+  void put(const LiveVerdict* v, size_t n) override {
+    LiveVerdict mine[64];
+    for (size_t f = 0; f < rings_.size(); ++f)
+      for (size_t i = 0; i < n;) {
+        size_t m = 0;
+        for (; i < n && m < 64; ++i)
+          if (feeder(v[i]) == f) mine[m++] = v[i];
+        if (m) rings_[f]->put(mine, m);
+      }
+  }
+
+ private:
+  size_t feeder(const LiveVerdict& v) const {
+    const int32_t g = v.pkt.src < group_of_.size() ? group_of_[v.pkt.src] : -1;
+    return g < 0 ? 0 : static_cast<size_t>(g) % rings_.size();  // -1: never expected (the comm core checks)
+  }
+  std::vector<RingOut*> rings_;  // per feeder
+  const std::vector<int32_t>& group_of_;
 };
 
 }  // namespace
 
 // ----------------------------------------------------------------- live ----
 
+// The rings of one producer, one per feeder, and where it puts its verdicts.
+struct FeederRings {
+  std::vector<std::unique_ptr<RingOut>> rings;  // per feeder
+  std::unique_ptr<FeederRouter> router;         // several feeders only
+  FeederRings(uint32_t feeders, size_t entries, const std::vector<int32_t>& group_of) {
+    std::vector<RingOut*> raw;
+    for (uint32_t f = 0; f < feeders; ++f) {
+      rings.push_back(std::make_unique<RingOut>(entries));
+      raw.push_back(rings.back().get());
+    }
+    if (feeders > 1) router = std::make_unique<FeederRouter>(std::move(raw), group_of);
+  }
+  VerdictOut& out() { return router ? static_cast<VerdictOut&>(*router) : *rings[0]; }
+};
+
+
 struct LiveTraffic::Group : ArrivalFeed {
   std::vector<EndpointId> endpoints;
   SpscRing<Packet> requests;
-  RingOut out;
+  FeederRings out;  // deliveries at this group's sink, refusals at its source
   bool record;
   std::vector<RecordedArrival> recorded;
-  Group(size_t ring, bool rec) : requests(ring), out(ring), record(rec) {}
+  Group(size_t ring, uint32_t feeders, const std::vector<int32_t>& group_of, bool rec)
+      : requests(ring), out(feeders, verdict_ring_entries(ring, feeders), group_of), record(rec) {}
+  // Each of F feeders' rings holds 1/F of the entries (at least 1024): memory stays that of one feeder.
+  static size_t verdict_ring_entries(size_t ring, uint32_t feeders) { return std::max<size_t>(1024, ring / feeders); }
   size_t fetch(Timeslot now, Packet* pkts, size_t max) override {
     const size_t n = requests.pop(pkts, max);
     if (record)
@@ -114,37 +192,72 @@ struct LiveTraffic::Group : ArrivalFeed {
 
 LiveTraffic::LiveTraffic(const Topology& topology, uint32_t engine_cores, LiveTrafficOptions options)
     : group_of_(topology.num_endpoints, -1), options_(options) {
+  if (options_.feeders < 1) options_.feeders = 1;
+  stats_.resize(options_.feeders);
   for (uint32_t r = 0; r < topology.routers.size(); ++r) {
     const std::vector<EndpointId> eps = topology.endpoints_of(r);
     if (eps.empty()) continue;
-    auto g = std::make_unique<Group>(options.ring_entries, options.record_arrivals);
+    auto g = std::make_unique<Group>(options.ring_entries, options_.feeders, group_of_, options.record_arrivals);
     g->endpoints = eps;
     for (EndpointId e : eps) group_of_[e] = static_cast<int32_t>(groups_.size());
     groups_.push_back(std::move(g));
   }
   for (uint32_t c = 0; c < engine_cores; ++c) {
-    drop_outs_.push_back(std::make_unique<RingOut>(options.ring_entries));
-    drop_sinks_.push_back(std::make_unique<DropVerdicts>(*drop_outs_.back()));
+    drop_rings_.push_back(std::make_unique<FeederRings>(
+        options_.feeders, Group::verdict_ring_entries(options.ring_entries, options_.feeders), group_of_));
+    drop_sinks_.push_back(std::make_unique<DropVerdicts>(drop_rings_.back()->out()));
   }
 }
 
 LiveTraffic::~LiveTraffic() = default;
 
+size_t LiveTraffic::submit_burst(const Packet* p, size_t n) {
+  if (!n) return 0;
+  const int32_t g = p[0].src < group_of_.size() ? group_of_[p[0].src] : -1;
+  if (g < 0) {
+    stats_[0].refused += n;
+    return 0;
+  }
+  Stats& s = stats_[static_cast<uint32_t>(g) % options_.feeders];
+  const size_t k = groups_[g]->requests.push(p, n);
+  s.submitted += k;
+  s.refused += n - k;
+  return k;
+}
+
 bool LiveTraffic::submit(const Packet& p) {
-  if (p.src >= group_of_.size() || group_of_[p.src] < 0 || !groups_[group_of_[p.src]]->requests.push(p)) {
-    ++stats_.refused;
+  const int32_t g = p.src < group_of_.size() ? group_of_[p.src] : -1;
+  if (g < 0) {
+    ++stats_[0].refused;
     return false;
   }
-  ++stats_.submitted;
+  Stats& s = stats_[static_cast<uint32_t>(g) % options_.feeders];
+  if (!groups_[g]->requests.push(p)) {
+    ++s.refused;
+    return false;
+  }
+  ++s.submitted;
   return true;
 }
 
-size_t LiveTraffic::collect(LiveVerdict* out, size_t max) {
+size_t LiveTraffic::collect(LiveVerdict* out, size_t max, uint32_t feeder) {
+  const uint32_t f = options_.feeders;
+  if (feeder >= f) return 0;
   size_t n = 0;
-  for (auto& g : groups_) n += g->out.ring.pop(out + n, max - n);
-  for (auto& d : drop_outs_) n += static_cast<RingOut&>(*d).ring.pop(out + n, max - n);
-  stats_.verdicts += n;
+  for (size_t g = 0; g < groups_.size() && n < max; ++g) n += groups_[g]->out.rings[feeder]->ring.pop(out + n, max - n);
+  for (size_t c = 0; c < drop_rings_.size() && n < max; ++c) n += drop_rings_[c]->rings[feeder]->ring.pop(out + n, max - n);
+  stats_[feeder].verdicts += n;
   return n;
+}
+
+LiveTraffic::Stats LiveTraffic::stats() const {
+  Stats sum;
+  for (const Stats& s : stats_) {
+    sum.submitted += s.submitted;
+    sum.refused += s.refused;
+    sum.verdicts += s.verdicts;
+  }
+  return sum;
 }
 
 std::vector<RecordedArrival> LiveTraffic::arrivals() const {
@@ -156,11 +269,11 @@ std::vector<RecordedArrival> LiveTraffic::arrivals() const {
 
 std::unique_ptr<TrafficSource> LiveTraffic::make_source(const std::vector<EndpointId>& group) {
   Group& g = *groups_[group_of_[group.front()]];
-  return std::make_unique<EndpointQueues>(group, group_of_.size(), options_.endpoint_queue_pkts, g, g.out);
+  return std::make_unique<EndpointQueues>(group, group_of_.size(), options_.endpoint_queue_pkts, g, g.out.out());
 }
 
 std::unique_ptr<TrafficSink> LiveTraffic::make_sink(const std::vector<EndpointId>& group, EventLog* log) {
-  return std::make_unique<VerdictSink>(groups_[group_of_[group.front()]]->out, log);
+  return std::make_unique<VerdictSink>(groups_[group_of_[group.front()]]->out.out(), log);
 }
 
 EventSink* LiveTraffic::drop_sink(uint32_t core) { return core < drop_sinks_.size() ? drop_sinks_[core].get() : nullptr; }

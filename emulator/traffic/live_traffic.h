@@ -9,6 +9,14 @@
 // one verdict: released, released CE-marked, or dropped with a reason —
 // including requests refused because an endpoint's emulated NIC queue is full.
 //
+// Feeders: with options.feeders = F > 1 the endpoint groups are dealt out to
+// F feeding threads (group g to feeder g mod F) and every verdict ring
+// becomes F rings, one per feeder (a group's deliveries are for requests of
+// any group), so F threads can submit and collect side by side, each for its
+// own endpoints only (feeder_of()); the capacity experiment's synthetic
+// endpoints (emulator/synthetic/) run that way. The comm core is the one
+// feeder of a live run.
+//
 // With record_arrivals on, each group records the timeslot at which every
 // request entered its emulated endpoint; ReplayTraffic replays such a record in
 // virtual time through the very same endpoint code, so a live run can be
@@ -44,6 +52,7 @@ struct LiveTrafficOptions {
   uint32_t endpoint_queue_pkts = 4096;  // emulated NIC queue per endpoint; more is refused (endpoint_overflow)
   uint32_t ring_entries = 16384;        // per ring
   bool record_arrivals = false;
+  uint32_t feeders = 1;                 // threads that submit and collect, each for its own groups
 };
 
 // Where emulated endpoints get requests from and send verdicts to.
@@ -57,20 +66,38 @@ class VerdictOut {
  public:
   virtual ~VerdictOut() = default;
   virtual void put(const LiveVerdict& v) = 0;
+  virtual void put(const LiveVerdict* v, size_t n) {
+    for (size_t i = 0; i < n; ++i) put(v[i]);
+  }
 };
+
+struct FeederRings;
 
 class LiveTraffic final : public Traffic {
  public:
   LiveTraffic(const Topology& topology, uint32_t engine_cores, LiveTrafficOptions options = {});
   ~LiveTraffic() override;
 
-  // --- communication-core side (one thread) ---
+  // --- communication-core side (one thread per feeder) ---
   // Hand a request to the engine. p.src must be a valid endpoint (the comm
-  // core maps addresses to ids). Returns false if the request ring is full or
-  // src unknown: the caller then answers with a drop itself (and counts it).
+  // core maps addresses to ids) of the calling feeder. Returns false if the
+  // request ring is full or src unknown: the caller then answers with a drop
+  // itself (and counts it).
   bool submit(const Packet& p);
-  // Gather up to `max` verdicts from every ring.
-  size_t collect(LiveVerdict* out, size_t max);
+  // The same for a burst of requests from endpoints of one group (the
+  // group_of() of p[0]; the caller sorts): one release of the ring for all.
+  // Returns how many, from the front, went in; the rest are refused.
+  size_t submit_burst(const Packet* p, size_t n);
+  // Endpoint e's group (one per ToR; -1: no such endpoint) and the number of groups.
+  int32_t group_of(EndpointId e) const { return e < group_of_.size() ? group_of_[e] : -1; }
+  uint32_t num_groups() const { return static_cast<uint32_t>(groups_.size()); }
+  // Gather up to `max` verdicts from every ring of feeder `feeder`.
+  size_t collect(LiveVerdict* out, size_t max, uint32_t feeder = 0);
+  uint32_t feeders() const { return options_.feeders; }
+  // The feeder that submits for endpoint `e` and collects its verdicts (-1: no such endpoint).
+  int32_t feeder_of(EndpointId e) const {
+    return e < group_of_.size() && group_of_[e] >= 0 ? static_cast<int32_t>(group_of_[e] % options_.feeders) : -1;
+  }
   // After the engine stopped: every request that entered an endpoint, sorted
   // by (time, group order). Empty unless record_arrivals.
   std::vector<RecordedArrival> arrivals() const;
@@ -84,16 +111,18 @@ class LiveTraffic final : public Traffic {
   struct Stats {
     uint64_t submitted = 0, refused = 0, verdicts = 0;
   };
-  const Stats& stats() const { return stats_; }
+  // Summed over feeders: read it from a feeder thread while the others are idle (or after).
+  Stats stats() const;
 
  private:
   struct Group;
   std::vector<int32_t> group_of_;  // endpoint -> group index
   std::vector<std::unique_ptr<Group>> groups_;
-  std::vector<std::unique_ptr<VerdictOut>> drop_outs_;  // per engine core
-  std::vector<std::unique_ptr<EventSink>> drop_sinks_;  // per engine core, feeding drop_outs_
+  struct alignas(64) FeederStats : Stats {};
+  std::vector<std::unique_ptr<FeederRings>> drop_rings_;  // per engine core: its routers' drops, a ring per feeder
+  std::vector<std::unique_ptr<EventSink>> drop_sinks_;    // per engine core, feeding its drop_rings_
   LiveTrafficOptions options_;
-  Stats stats_;
+  std::vector<FeederStats> stats_;  // per feeder
 };
 
 // Virtual-time replay of recorded arrivals; verdicts are kept in memory.
