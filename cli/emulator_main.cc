@@ -178,6 +178,14 @@ int main(int argc, char** argv) {
   capacity_cmd->add_option("--warmup-s", ca.warmup_s, "offered before the window, not measured (default 0.1)");
   capacity_cmd->add_option("--late-threshold", ca.late_threshold,
                            "fraction of late timeslots above which the point is marked late, not a capacity (default 0.001)");
+  capacity_cmd->add_option("--ring-entries", ca.ring_entries,
+                           "entries per LiveTraffic ring (default 4096, as `live`; rounded up to a power of two)");
+  capacity_cmd->add_option("--noise-check-s", ca.noise_check_s,
+                           "first spin this long on each CPU used and report the time the machine took away "
+                           "(gaps > 5 us: the floor under late timeslots; default 0.2, 0 = skip)");
+  capacity_cmd->add_option("--poll-us", ca.poll_us,
+                           "drivers start a loop at most every this many us (default 0: busy polling; 2 trades "
+                           "~1.5 us of latency for fewer cache lines bouncing between cores)");
   capacity_cmd->add_option("--drain-timeout-s", ca.drain_timeout_s,
                            "after the window, wait at most this long for every verdict (default 5)");
   capacity_cmd->add_flag("-q,--quiet", ca.quiet, "no per-second lines");

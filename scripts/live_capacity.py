@@ -10,15 +10,19 @@ timeslot, the fraction of its link) one `flexplane-emulator capacity` run
 paces the engine in real time on C cores while --drivers synthetic-endpoint
 threads feed it on CPUs of their own. Per row:
 
-  cores racks load | offered delivered routers (Gbit/s) | late % worst-lag |
-  request->verdict p50 p99 (us) | status
+  cores racks load | offered delivered routers (Gbit/s) | late % worst-lag
+  noise % | request->verdict p50 p99 (us) | status
 
 `routers` is the thesis' "router throughput": the bytes every router sent, a
 packet counted once per router it crossed. A row whose late timeslots exceed
 --late-threshold (default 0.1 %) is marked LATE: the engine did not keep up
 with the wall clock there, so its rate is not a capacity. The summary names,
 per core count, the highest router throughput among rows within the
-threshold, or says that no row was.
+threshold, or says that no row was. `noise %` is the share of a spinning
+CPU's time the machine itself took away in gaps over 5 us, measured on the
+run's CPUs just before it (capacity.yaml cpu_noise): each such gap makes
+1.2 us timeslots late whatever the engine does, so it is the floor under
+`late %` on that machine.
 
 Rows go to OUT/capacity.csv; each run's capacity.yaml stays in OUT/cC_lL/.
 Usage:
@@ -38,7 +42,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ["cores", "racks", "endpoints", "drivers", "load", "backlog", "offered_gbps", "delivered_gbps",
-           "router_gbps", "late_pct", "max_lag_us", "latency_p50_us", "latency_p99_us", "status"]
+           "router_gbps", "late_pct", "max_lag_us", "cpu_gap_pct", "latency_p50_us", "latency_p99_us", "status"]
 
 
 def number_list(text: str, kind, name: str) -> list:
@@ -65,7 +69,9 @@ def row_config(base: dict, racks: int, path: Path) -> None:
 def run_point(args, cfg: Path, cores: int, load: float, out: Path) -> dict:
     cmd = [args.bin, "capacity", str(cfg), "--cores", str(cores), "--drivers", str(args.drivers),
            "--duration-s", str(args.duration_s), "--warmup-s", str(args.warmup_s),
-           "--late-threshold", str(args.late_threshold), "--out", str(out), "--quiet"]
+           "--late-threshold", str(args.late_threshold), "--poll-us", str(args.poll_us), "--out", str(out), "--quiet"]
+    if args.ring_entries:
+        cmd += ["--ring-entries", str(args.ring_entries)]
     cmd += ["--backlog", str(args.backlog)] if args.backlog else ["--load", str(load)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.duration_s + args.warmup_s + 120)
     if p.returncode != 0:
@@ -89,6 +95,8 @@ def main() -> int:
     ap.add_argument("--backlog", type=int, default=0, help="backlogged endpoints instead (requests outstanding each)")
     ap.add_argument("--racks-per-core", type=int, default=2, help="racks of 32 endpoints per engine core (default 2)")
     ap.add_argument("--drivers", type=int, default=1, help="synthetic-endpoint threads (default 1)")
+    ap.add_argument("--poll-us", type=float, default=0, help="drivers poll at most every this many us (default 0: busy)")
+    ap.add_argument("--ring-entries", type=int, default=0, help="entries per LiveTraffic ring (default: the emulator's)")
     ap.add_argument("--duration-s", type=float, default=1.0, help="measured window per row (default 1)")
     ap.add_argument("--warmup-s", type=float, default=0.1)
     ap.add_argument("--late-threshold", type=float, default=0.001, help="late fraction above which a row is LATE")
@@ -105,7 +113,7 @@ def main() -> int:
 
     rows = []
     print(f"{'cores':>5} {'racks':>5} {'load':>6} | {'offered':>8} {'deliv.':>8} {'routers':>8} Gbit/s | "
-          f"{'late %':>8} {'lag us':>9} | {'p50 us':>7} {'p99 us':>8} | status")
+          f"{'late %':>8} {'lag us':>9} {'noise %':>7} | {'p50 us':>7} {'p99 us':>8} | status")
     for cores in cores_list:
         racks = max(2, args.racks_per_core * cores)
         cfg = out / f"c{cores}.yaml"
@@ -120,11 +128,13 @@ def main() -> int:
                        backlog=args.backlog, offered_gbps=round(r["offered_gbps"], 2),
                        delivered_gbps=round(r["delivered_gbps"], 2), router_gbps=round(r["router_gbps"], 2),
                        late_pct=round(late, 4), max_lag_us=round(r["max_lag_us"], 1),
+                       cpu_gap_pct=round(100 * r["cpu_noise"]["gap_fraction"], 3),
                        latency_p50_us=round(r["latency_us"]["p50"], 2), latency_p99_us=round(r["latency_us"]["p99"], 2),
                        status=status)
             rows.append(row)
             print(f"{cores:>5} {racks:>5} {load:>6g} | {row['offered_gbps']:>8.1f} {row['delivered_gbps']:>8.1f} "
-                  f"{row['router_gbps']:>8.1f}        | {late:>8.4f} {row['max_lag_us']:>9.1f} | "
+                  f"{row['router_gbps']:>8.1f}        | {late:>8.4f} {row['max_lag_us']:>9.1f} "
+                  f"{row['cpu_gap_pct']:>7.2f} | "
                   f"{row['latency_p50_us']:>7.1f} {row['latency_p99_us']:>8.1f} | {status}", flush=True)
     with open(out / "capacity.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)

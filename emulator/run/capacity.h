@@ -26,6 +26,9 @@ struct CapacityArgs {
   double duration_s = 1;        // measured window
   double warmup_s = 0.1;        // offered but not measured
   double late_threshold = 0.001;  // a point with more late timeslots than this is not a capacity
+  uint32_t ring_entries = 0;    // LiveTraffic ring entries (0: its default)
+  double noise_check_s = 0.2;  // first spin this long on every CPU used, timing its gaps (cpu_noise)
+  double poll_us = 0;           // drivers: start a loop at most every poll_us (0: busy polling)
   double drain_timeout_s = 5;   // after offering stops, wait this long for every verdict
   bool quiet = false;
 };

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "emulator/engine/spin_wait.h"
+
 namespace flexplane {
 
 namespace {
@@ -197,9 +199,16 @@ void SyntheticEndpoints::collect() {
 }
 
 void SyntheticEndpoints::run(const std::atomic<int>& phase) {
+  const uint64_t period = load_.poll_ns;
+  uint64_t next_loop = 0;
   for (;;) {
     const int ph = phase.load(std::memory_order_acquire);
     if (ph == kQuit) return;
+    if (period) {
+      uint64_t t;
+      while ((t = mono_ns()) < next_loop) spin::cpu_relax();
+      next_loop = t + period;
+    }
     if (ph == kOffer && !mine_.empty()) {
       const uint64_t now = mono_ns();
       if (load_.backlog_pkts)

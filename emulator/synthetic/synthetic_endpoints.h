@@ -41,6 +41,11 @@ struct SyntheticLoad {
   uint32_t backlog_pkts = 0;  // > 0: backlogged instead, this many requests outstanding per endpoint
   uint16_t packet_bytes = 1500;
   uint64_t seed = 1;
+  // Start a loop (offer, collect) at most every poll_ns; 0: busy polling.
+  // Polling less often batches more per ring crossing: fewer cache lines
+  // bounce between the driver's and the engine's cores, for up to poll_ns
+  // more request->verdict latency (docs/performance.md, "Live capacity").
+  uint64_t poll_ns = 0;
 };
 
 // Routers a packet crosses from one ToR to another (path lengths of the

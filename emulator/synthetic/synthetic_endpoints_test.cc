@@ -138,6 +138,7 @@ TEST_CASE("synthetic endpoints: the window counts only verdicts of its timeslots
   const Topology topo = make_leaf_spine(2, 4, 1, 4, 1);
   SyntheticLoad load;
   load.load = 0.2;
+  load.poll_ns = 50000;  // a loop every 50 us: requests and verdicts in bursts
   // Offer ~100 ms of 20 us timeslots (5000), count [1000, 2000).
   const std::vector<SyntheticStats> per = run_synthetic(topo, load, 1, 64, 100, 1000, 2000, 64);
   const SyntheticStats& s = per[0];

@@ -26,7 +26,7 @@ class EndpointQueues final : public TrafficSource {
 
   uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
     Packet batch[64];
-    LiveVerdict refused[64];
+    LiveVerdict* refused = refused_.get();  // a member: a local array would construct 64 verdicts per call
     size_t n;
     while ((n = feed_.fetch(now, batch, 64)) > 0) {
       size_t r = 0;
@@ -57,6 +57,7 @@ class EndpointQueues final : public TrafficSource {
   std::vector<int32_t> local_of_;
   std::vector<FifoRing<Packet>> nics_;
   std::vector<uint64_t> busy_;  // bit l: nics_[l] holds a packet
+  std::unique_ptr<LiveVerdict[]> refused_{new LiveVerdict[64]};
   uint32_t limit_;
   ArrivalFeed& feed_;
   VerdictOut& refusals_;
@@ -69,7 +70,7 @@ class VerdictSink final : public TrafficSink {
   void deliver(const Packet* pkts, uint32_t n, Timeslot now) override {
     // A timeslot's deliveries go out as one burst: one release of the ring's
     // tail per burst, not per verdict (each costs the feeder a cache miss).
-    LiveVerdict burst[64];
+    LiveVerdict* burst = burst_.get();
     for (uint32_t i = 0; i < n;) {
       const uint32_t m = std::min<uint32_t>(n - i, 64);
       for (uint32_t j = 0; j < m; ++j) {
@@ -85,6 +86,7 @@ class VerdictSink final : public TrafficSink {
  private:
   VerdictOut& out_;
   EventLog* log_;
+  std::unique_ptr<LiveVerdict[]> burst_{new LiveVerdict[64]};  // not a local: that would construct 64 per call
 };
 
 class DropVerdicts final : public EventSink {
@@ -133,7 +135,7 @@ class FeederRouter final : public VerdictOut {
       : rings_(std::move(rings)), group_of_(group_of) {}
   void put(const LiveVerdict& v) override { rings_[feeder(v)]->put(v); }
   void put(const LiveVerdict* v, size_t n) override {
-    LiveVerdict mine[64];
+    LiveVerdict* mine = mine_.get();
     for (size_t f = 0; f < rings_.size(); ++f)
       for (size_t i = 0; i < n;) {
         size_t m = 0;
@@ -150,6 +152,7 @@ class FeederRouter final : public VerdictOut {
   }
   std::vector<RingOut*> rings_;  // per feeder
   const std::vector<int32_t>& group_of_;
+  std::unique_ptr<LiveVerdict[]> mine_{new LiveVerdict[64]};
 };
 
 }  // namespace

@@ -50,7 +50,7 @@ struct RecordedArrival {
 
 struct LiveTrafficOptions {
   uint32_t endpoint_queue_pkts = 4096;  // emulated NIC queue per endpoint; more is refused (endpoint_overflow)
-  uint32_t ring_entries = 16384;        // per ring
+  uint32_t ring_entries = 4096;         // per ring (bigger rings fall out of cache: docs/performance.md, "Live capacity")
   bool record_arrivals = false;
   uint32_t feeders = 1;                 // threads that submit and collect, each for its own groups
 };
