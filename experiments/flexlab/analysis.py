@@ -212,6 +212,12 @@ def run_metrics(run: RunData, receivers: list[int]) -> dict[str, Any]:
         "marks": comm["marks"], "drops": comm["drops"] + comm["refused_by_engine"] + comm["bad_dst"],
         "pending_at_exit": summary["pending_at_exit"], "malformed": comm["malformed"],
     }
+    # Lateness is a fidelity verdict, not an accounting check: a run whose
+    # engine fell behind real time more than the threshold allows is marked,
+    # so that its rates and FCTs are not read as the emulated network's.
+    threshold = c["emulator"].get("late_threshold", 0.001)
+    m["emulator"]["late_threshold"] = threshold
+    m["emulator"]["on_time"] = m["emulator"]["late_fraction"] <= threshold
     # Endpoints.
     ep_files = sorted((run.dir / "endpoints").glob("h*/endpoint_counters.csv"))
     e = sum_counters(ep_files)

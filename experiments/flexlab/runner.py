@@ -270,7 +270,7 @@ class Runner:
                         "qct_p99_ms": w["qct"]["p99"]})
         row.update({"queue_median_pkts": q["median_pkts"], "queue_p99_pkts": q["p99_pkts"],
                     "emulator_drops": e["drops"], "emulator_marks": e["marks"], "late_timeslots": e["late_timeslots"],
-                    "max_lag_us": e["max_lag_us"], "checks_failed": ",".join(k for k, ok in s["checks"].items() if not ok)})
+                    "max_lag_us": e["max_lag_us"], "on_time": e["on_time"], "checks_failed": ",".join(k for k, ok in s["checks"].items() if not ok)})
         return row
 
     def _one_line(self, spec: RunSpec, s: dict) -> str:
@@ -287,6 +287,9 @@ class Runner:
         tail = (f"; queue median {q['median_pkts']:.0f} p99 {q['p99_pkts']:.0f} pkts; drops {e['drops']}, marks {e['marks']}; "
                 f"late timeslots {e['late_timeslots']} of {e['timeslots']} ({100 * e['late_fraction']:.2f}%, "
                 f"worst {e['max_lag_us'] / 1000:.1f} ms)")
+        if not e["on_time"]:
+            tail += (f"; LATE: more than {100 * e['late_threshold']:g}% of timeslots started late, so the rates "
+                     "and FCTs above are not those of the emulated network")
         return head + tail + (f"; CHECKS FAILED: {', '.join(failed)}" if failed else "")
 
     def _write_runs_csv(self, rows: list[dict]) -> None:

@@ -156,6 +156,8 @@ SCHEMA: dict[str, Any] = {
         "sleep_when_ahead": F(bool, True, "engine sleeps instead of spinning when ahead"),
         "realtime_priority": F(int, 20, "SCHED_FIFO priority of the engine thread(s) so they wake on time "
                                "(0 = normal scheduling)", lo=0, hi=99),
+        "late_threshold": F(float, 0.001, "fraction of the emulator's timeslots that may start late before a "
+                            "run's results are marked LATE (docs/lab.md, 'Fidelity')", lo=0, hi=1),
     },
     "lab": {
         "hold_ms": F(float, 3000, "longest a packet waits for its verdicts", lo=1, hi=600000),

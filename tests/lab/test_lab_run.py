@@ -51,6 +51,10 @@ def test_short_experiment_end_to_end(tmp_path, lab_bins, prefix):
         assert ep["packets_held"] == ep["packets_released"] + ep["packets_marked"] + ep["packets_dropped"]
         assert ep["timeout_dropped"] == ep["timeout_accepted"] == 0
         assert e["pending_at_exit"] == 0
+        # Lateness is reported and, past the threshold, marked in the run's line.
+        assert e["late_threshold"] == 0.001 and e["on_time"] == (e["late_fraction"] <= e["late_threshold"])
+        line = next(l for l in p.stdout.splitlines() if f"] {variant}/r0:" in l)
+        assert ("LATE:" in line) == (not e["on_time"]), line
         marks[variant] = (e["marks"], ep["packets_marked"])
         for f in ("emulator/occupancy.csv", "emulator/counters.csv", "run.yaml", "workload/h0.rpc.csv"):
             assert (out / variant / "r0" / f).exists(), f
@@ -58,6 +62,7 @@ def test_short_experiment_end_to_end(tmp_path, lab_bins, prefix):
     assert marks["dctcp_k2_ecn"][0] > 0 and marks["dctcp_k2_ecn"][0] == marks["dctcp_k2_ecn"][1]
     rows = list(csv.DictReader(open(out / "runs.csv")))
     assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert all(r["on_time"] in ("True", "False") for r in rows)
     for stem in ("fct_by_size", "fct_tradeoff", "queue_timeseries", "queue_cdf"):
         assert (out / f"{stem}.png").stat().st_size > 10000
         assert len(list(csv.reader(open(out / f"{stem}.csv")))) > 1
