@@ -137,6 +137,8 @@ int main(int argc, char** argv) {
   live_cmd->add_option("--duration-s", la.duration_s, "stop after this many seconds (default: at SIGINT/SIGTERM)")
       ->check(CLI::NonNegativeNumber);
   live_cmd->add_flag("--record", la.record, "write arrivals.csv and verdicts.csv (for `replay`)");
+  live_cmd->add_flag("--trace-stages", la.trace_stages,
+                     "write stages.csv: each request's times through the comm core and the engine (docs/live.md)");
   live_cmd->add_option("--port", la.port, "DPDK port id (default 0)");
   live_cmd->add_option("--prio", la.prio, "request feature PRIO: auto (from the schemes) | on | off");
   live_cmd->add_option("--req-custom", la.req_custom, "custom bytes per request (0..12: what a packet carries; default: what the schemes declare)")->check(CLI::Range(0, 255));

@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
   app.add_option("--rto-us", rto_us, "initial retransmission timeout, microseconds (default 2000)")
       ->check(CLI::Range(10.0, 1e7));
   app.add_flag("--busy-poll", busy, "spin instead of sleeping between events (lower latency, burns a core)");
+  bool trace_stages = false;
+  app.add_flag("--trace-stages", trace_stages,
+               "also write OUT/requests.csv: each request's send and verdict times (CLOCK_MONOTONIC ns; docs/live.md)");
   app.add_flag("--quiet,-q", quiet, "no summary line");
   auto* g = app.add_option_group("test hooks", "loss injection inside the driver, for tests");
   g->add_option("--drop-tx", drop_tx, "drop this fraction of outgoing protocol datagrams")->check(CLI::Range(0.0, 0.99));
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
   o.session.seed = seed;
   o.session.quiet = quiet;
   o.busy_poll = busy;
+  o.trace_requests = trace_stages;
   o.start_at_real_ns = start_at;
   o.limit_ns = static_cast<uint64_t>(duration_s * 1e9);
   if (out_dir.empty()) out_dir = "endpoint-" + std::to_string(id);
@@ -151,6 +155,7 @@ int main(int argc, char** argv) {
     d.write_flows_csv(out_dir + "/flows.csv", c.network.abstract_packet_bytes,
                       [&](EndpointId s, EndpointId t) { return c.topology.path_latency(s, t); });
     d.write_verdicts_csv(out_dir + "/verdicts.csv");
+    if (trace_stages) d.write_requests_csv(out_dir + "/requests.csv");
     d.write_counters_csv(out_dir + "/endpoint_counters.csv");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flexplane-endpoint: %s\n", e.what());

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ struct DriverOptions {
   EndpointStamping stamping;       // ECT, priority, bytes per abstract packet
   SessionOptions session;          // window, features, custom sizes, timers, test hooks
   bool busy_poll = false;          // spin instead of sleeping (lowest latency, burns a core)
+  bool trace_requests = false;     // keep each request's submit time (write_requests_csv)
 };
 
 struct FlowRecord {
@@ -250,6 +252,28 @@ class Driver {
     if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
   }
 
+  // requests.csv (--trace-stages; docs/live.md, "Where a round trip goes"):
+  // flow, seq, when the request went into the protocol window and when its
+  // verdict came back, both CLOCK_MONOTONIC ns (the emulator's stages.csv
+  // reads the same clock); verdict_ns empty if none came.
+  void write_requests_csv(const std::string& path) const {
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) throw std::runtime_error(path + ": cannot write");
+    std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
+    std::map<std::pair<uint32_t, uint32_t>, const VerdictRecord*> got;
+    for (const auto& v : log_) got[{v.flow, v.seq}] = &v;
+    std::fprintf(f, "flow,seq,sent_ns,verdict_ns,action\n");
+    for (const auto& s : sent_log_) {
+      const auto it = got.find({s.flow, s.seq});
+      if (it == got.end())
+        std::fprintf(f, "%u,%u,%llu,,\n", s.flow, s.seq, (unsigned long long)s.sent_mono);
+      else
+        std::fprintf(f, "%u,%u,%llu,%llu,%s\n", s.flow, s.seq, (unsigned long long)s.sent_mono,
+                     (unsigned long long)it->second->recv_mono, action_text(it->second->action));
+    }
+    if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
+  }
+
   // endpoint_counters.csv: counter,value.
   void write_counters_csv(const std::string& path) const {
     FILE* f = std::fopen(path.c_str(), "w");
@@ -299,6 +323,7 @@ class Driver {
       if (rc) return std::string("cannot submit a request: ") + fp_strerror(rc);
       FlowRecord& r = flows_[cookie >> 32];
       if (!r.first_sent_mono) r.first_sent_mono = now;
+      if (o_.trace_requests) sent_log_.push_back({now, r.spec.id, uint32_t(cookie)});
       backlog_.pop_front();
     }
     return "";
@@ -328,6 +353,11 @@ class Driver {
   std::vector<FlowRecord> flows_;
   uint64_t total_ = 0, verdicts_ = 0;
   std::deque<uint64_t> backlog_;  // cookies (flow index << 32 | seq) not yet in the window
+  struct Sent {
+    uint64_t sent_mono;
+    uint32_t flow, seq;
+  };
+  std::vector<Sent> sent_log_;    // o_.trace_requests only
   size_t next_flow_ = 0;
   std::vector<VerdictRecord> log_;
   DriverCounters ctr_;

@@ -2,7 +2,8 @@
 # Light-load request -> verdict round trip of live emulation (docs/live.md,
 # "Endpoint driver: light-load round trip").
 #
-#   [LINK_GBPS=10] [VARIANTS="sleep rt-sleep comm-busy"] scripts/bench_live_rtt.sh [BUILD_DIR] [N_REQUESTS] [SPACING_US]
+#   [LINK_GBPS=10] [VARIANTS="sleep rt-sleep comm-busy"] [VDEVS="net_af_packet0 net_af_xdp0"] [STAGES=1] \
+#     scripts/bench_live_rtt.sh [BUILD_DIR] [N_REQUESTS] [SPACING_US]
 #
 # Runs `flexplane-emulator live` in a namespace on a veth opened by DPDK
 # (net_af_packet, then net_af_xdp) and one `flexplane-endpoint` in another
@@ -14,6 +15,9 @@
 # in-network time of one packet (ideal_fct_us: (1 + path latency) timeslots
 # of 1.2 us at 10 Gbit/s) plus the real cost: two veth crossings, the DPDK
 # comm core, the engine's real-time pacing and both sides' wake-ups.
+#
+# STAGES=1 also prints where each round trip went (scripts/live_stages.py:
+# the emulator's stages.csv joined with the endpoint's requests.csv).
 #
 # Variants: default sleeping loops on both sides; then the emulator's comm
 # core busy-polling (--idle-sleep-us 0); then the endpoint busy-polling too.
@@ -75,15 +79,16 @@ run_one() {  # vdev label emulator-args endpoint-args [prefix command, e.g. chrt
   local vdev=$1 label=$2 emu_args=$3 ep_args=$4 pre=${5:-}
   local out=$WORK/$label
   mkdir -p $out
-  ip netns exec ${P}emu $pre $EMU live $WORK/rtt.yaml --out $out/emu --duration-s 600 -q $emu_args -- \
+  ip netns exec ${P}emu $pre $EMU live $WORK/rtt.yaml --out $out/emu --duration-s 600 -q --trace-stages $emu_args -- \
     -l 0-1 --no-huge -m 512 --no-pci --no-shconf --file-prefix=${P}$label --vdev=$vdev,iface=vemu \
     > $out/emu.log 2>&1 &
   EMU_PID=$!
   for _ in $(seq 100); do grep -q "listening on" $out/emu.log && break; sleep 0.1; done
   grep -q "listening on" $out/emu.log || { cat $out/emu.log; exit 1; }
   ip netns exec ${P}ep $pre $EP --config $WORK/rtt.yaml --id 0 --start-at $(( $(date +%s%N) + 300000000 )) \
-    --duration-s 120 --out $out/ep -q $ep_args > $out/ep.log 2>&1 || { cat $out/ep.log; exit 1; }
+    --duration-s 120 --out $out/ep -q --trace-stages $ep_args > $out/ep.log 2>&1 || { cat $out/ep.log; exit 1; }
   kill -INT $EMU_PID; wait $EMU_PID || true; EMU_PID=
+  [ -n "${STAGES:-}" ] && $PY scripts/live_stages.py $out/emu $out/ep --label "  $label  "
   $PY - "$out/ep/flows.csv" "$vdev" "$label" <<'PYEOF'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -99,7 +104,7 @@ PYEOF
 echo "request -> verdict round trip, $N requests one at a time, ${SPACING_US} us apart, ${LINK_GBPS} Gbit/s links" \
   "($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 VARIANTS=${VARIANTS:-"sleep rt-sleep comm-busy"}
-for vdev in net_af_packet0 net_af_xdp0; do
+for vdev in ${VDEVS:-net_af_packet0 net_af_xdp0}; do
   for v in $VARIANTS; do
     case $v in
       sleep) run_one $vdev sleep "" "" ;;                          # defaults: both sides sleep when idle

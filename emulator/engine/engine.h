@@ -164,6 +164,11 @@ class Engine {
   // (options.stop_when_done), rather than at its `end`.
   bool stopped_when_done() const { return stopped_when_done_; }
   std::vector<CoreHealth> health() const;
+  // Real time: when timeslot t is due on the wall clock (steady_clock ns,
+  // i.e. CLOCK_MONOTONIC on Linux), for the run in progress or the last one.
+  int64_t timeslot_due_ns(Timeslot t) const {
+    return start_ns_ + static_cast<int64_t>((static_cast<double>(t) - static_cast<double>(start_slot_)) * options_.timeslot_ns);
+  }
   // Real time: forget each core's worst lag so far, so that health() reports
   // the worst since this call (a measurement window's start; the first
   // timeslots of a run lag while the cores start and touch their memory).

@@ -19,6 +19,10 @@ namespace {
 inline uint32_t rd32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
 }
+inline TraceKey trace_key(uint32_t src, uint32_t flow, uint32_t seq) {
+  return TraceKey{(static_cast<uint64_t>(flow) << 32) | seq, static_cast<uint16_t>(src)};
+}
+
 inline void wr32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v >> 24);
   p[1] = static_cast<uint8_t>(v >> 16);
@@ -143,6 +147,11 @@ bool CommCore::poll_once(uint64_t now) {
     busy = true;
     flush_tx();
   }
+  if (trace_ && !trace_tx_.empty()) {
+    const uint64_t t = mono_ns();
+    for (size_t i : trace_tx_) (*trace_)[i].tx_ns = t;
+    trace_tx_.clear();
+  }
   if (busy) ++stats_.busy_loops;
   return busy;
 }
@@ -219,6 +228,15 @@ int CommCore::on_request(void* ctx, const fp_emu_token* tok, const fp_request* r
   }
   ++self->stats_.submitted;
   self->pending_->insert(static_cast<uint16_t>(src), p.flow, p.seq, *tok);
+  if (self->trace_) {
+    self->trace_index_[trace_key(src, p.flow, p.seq)] = self->trace_->size();
+    StageRecord r;
+    r.src = static_cast<uint16_t>(src);
+    r.flow = p.flow;
+    r.seq = p.seq;
+    r.rx_ns = self->cur_now_;
+    self->trace_->push_back(r);
+  }
   return 0;
 }
 
@@ -318,6 +336,17 @@ void CommCore::handle_verdict(const LiveVerdict& v, uint64_t now) {
   uint8_t cb[kPacketCustomBytes];
   for (int w = 0; w < 3; ++w) wr32(cb + 4 * w, v.pkt.custom[w]);
   std::memcpy(fv.custom, cb, cfg_.verdict_custom_len);  // <= kPacketCustomBytes
+  if (trace_) {
+    const auto it = trace_index_.find(trace_key(v.pkt.src, v.pkt.flow, v.pkt.seq));
+    if (it != trace_index_.end()) {
+      StageRecord& r = (*trace_)[it->second];
+      r.collect_ns = now;
+      r.verdict_time = v.time;
+      r.action = v.action;
+      trace_tx_.push_back(it->second);
+      trace_index_.erase(it);
+    }
+  }
   if (fp_emu_push_verdict(&conns_[v.pkt.src], &tok, &fv, now) == 0) {
     ++stats_.verdicts_pushed;
     mark_dirty(v.pkt.src);

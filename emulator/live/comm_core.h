@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/reason.h"
@@ -83,6 +84,29 @@ struct CommCoreConfig {
 
 class PendingTable;
 
+// A request's identity in the stage trace: (src, flow, seq), unique within a run.
+struct TraceKey {
+  uint64_t flow_seq;
+  uint16_t src;
+  bool operator==(const TraceKey& o) const { return flow_seq == o.flow_seq && src == o.src; }
+};
+struct TraceKeyHash {
+  size_t operator()(const TraceKey& k) const { return std::hash<uint64_t>()(k.flow_seq * 0x9E3779B97F4A7C15ull ^ k.src); }
+};
+
+// One request's passage through the comm core (live --trace-stages; docs/live.md,
+// "Where a round trip goes"). Times are CLOCK_MONOTONIC ns (mono_ns()): the
+// endpoints on this machine read the same clock.
+struct StageRecord {
+  uint16_t src = 0;
+  uint32_t flow = 0, seq = 0;
+  uint64_t rx_ns = 0;       // the comm core's loop that received and submitted it began
+  uint64_t collect_ns = 0;  // the loop that collected its verdict from the engine began (0: none)
+  uint64_t tx_ns = 0;       // that loop had sent the verdict's datagram (after its tx burst)
+  Timeslot verdict_time = 0;
+  uint8_t action = 0;       // LiveVerdict::Action
+};
+
 class CommCore {
  public:
   // Throws std::invalid_argument for a bad configuration (addresses, window).
@@ -101,6 +125,9 @@ class CommCore {
 
   // Keep every verdict collected from the engine (for verdicts.csv).
   void record_verdicts(std::vector<LiveVerdict>* out) { record_ = out; }
+  // Stamp every accepted request's stages into `out` (costs a hash lookup per
+  // request and verdict, and a clock read per loop with verdicts: off by default).
+  void trace_stages(std::vector<StageRecord>* out) { trace_ = out; }
 
   const CommStats& stats() const { return stats_; }
   // Per-connection protocol counters, summed over endpoints.
@@ -155,6 +182,9 @@ class CommCore {
   uint16_t ntx_ = 0;
   rte_mbuf* spare_ = nullptr;
   std::vector<LiveVerdict>* record_ = nullptr;
+  std::vector<StageRecord>* trace_ = nullptr;
+  std::unordered_map<TraceKey, size_t, TraceKeyHash> trace_index_;  // -> index into *trace_
+  std::vector<size_t> trace_tx_;                     // records whose verdict went out in this loop
   std::vector<LiveVerdict> vbuf_;
   CommStats stats_;
 };

@@ -209,6 +209,8 @@ TEST_CASE("comm core: real endpoints get exactly one verdict per request from a 
   std::thread runner([&] { engine.run(~Timeslot{0} >> 2); });
 
   CommCore core(core_config(rp.port, 4), traffic, test_pool());
+  std::vector<StageRecord> stages;
+  core.trace_stages(&stages);
 
   // Three endpoints (0, 1, 2) send to endpoint 3 (congestion: marks, drops)
   // and to each other; endpoint 0 also names an unknown and its own address.
@@ -301,6 +303,22 @@ TEST_CASE("comm core: real endpoints get exactly one verdict per request from a 
   REQUIRE(actions[FP_ACT_RELEASE] > 0);
   REQUIRE(actions[FP_ACT_MARK] + actions[FP_ACT_DROP] > 2);
   REQUIRE(core.proto_stats().sessions == kEps);
+  // The stage trace: one record per request the engine took, each with its
+  // verdict, stamped in order (rx <= collect <= tx), in the timeslots the run
+  // had, with the verdict's action.
+  REQUIRE(stages.size() == s.submitted);
+  std::map<std::string, uint64_t> by_action;
+  for (const StageRecord& r : stages) {
+    REQUIRE(r.rx_ns >= t_start);
+    REQUIRE(r.collect_ns >= r.rx_ns);
+    REQUIRE(r.tx_ns >= r.collect_ns);
+    REQUIRE(r.verdict_time < engine.now());
+    REQUIRE(engine.timeslot_due_ns(r.verdict_time) >= static_cast<int64_t>(t_start) - 2'000'000);
+    ++by_action[r.action == LiveVerdict::kRelease ? "release" : r.action == LiveVerdict::kMark ? "mark" : "drop"];
+  }
+  REQUIRE(by_action["release"] == s.releases);
+  REQUIRE(by_action["mark"] == s.marks);
+  REQUIRE(by_action["drop"] == s.drops);
   rte_eth_dev_stop(rp.port);
 }
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <unordered_map>
 
 #include "emulator/config/endpoint_contract.h"
 #include "emulator/live/comm_core.h"
@@ -171,6 +172,35 @@ void write_live_summary(const std::string& path, const RunConfig& c, const Engin
   out << "# flexplane live run (docs/live.md)\n" << y.c_str() << "\n";
 }
 
+// stages.csv (docs/live.md, "Where a round trip goes"): one row per accepted
+// request, times in CLOCK_MONOTONIC ns. arrival/verdict_due_ns: when the
+// engine was due to start the timeslot at which the request entered its
+// emulated endpoint / got its verdict (Engine::timeslot_due_ns).
+void write_stages_csv(const std::string& path, const std::vector<StageRecord>& stages,
+                      const std::vector<RecordedArrival>& arrivals, const Engine& engine) {
+  std::unordered_map<TraceKey, Timeslot, TraceKeyHash> entered;
+  for (const RecordedArrival& r : arrivals)
+    entered[TraceKey{(static_cast<uint64_t>(r.pkt.flow) << 32) | r.pkt.seq, r.pkt.src}] = r.time;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error(path + ": cannot write");
+  std::fprintf(f, "src,flow,seq,rx_ns,arrival_timeslot,arrival_due_ns,verdict_timeslot,verdict_due_ns,collect_ns,tx_ns,action\n");
+  for (const StageRecord& s : stages) {
+    const auto it = entered.find(TraceKey{(static_cast<uint64_t>(s.flow) << 32) | s.seq, s.src});
+    std::fprintf(f, "%u,%u,%u,%" PRIu64 ",", s.src, s.flow, s.seq, s.rx_ns);
+    if (it != entered.end())
+      std::fprintf(f, "%" PRIu64 ",%" PRId64 ",", it->second, engine.timeslot_due_ns(it->second));
+    else
+      std::fprintf(f, ",,");  // refused at its emulated endpoint before entering (endpoint_overflow) or none yet
+    if (s.collect_ns)
+      std::fprintf(f, "%" PRIu64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%s\n", s.verdict_time,
+                   engine.timeslot_due_ns(s.verdict_time), s.collect_ns, s.tx_ns,
+                   s.action == LiveVerdict::kRelease ? "release" : s.action == LiveVerdict::kMark ? "mark" : "drop");
+    else
+      std::fprintf(f, ",,,,\n");  // no verdict before the run ended
+  }
+  if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
+}
+
 int live_impl(const LiveArgs& a) {
   // 1. Configuration first: a bad file fails fast, before the EAL.
   RunConfig c = pick_run(a.config, a.variant);
@@ -188,7 +218,7 @@ int live_impl(const LiveArgs& a) {
   // 3. Traffic, engine, comm core.
   LiveTrafficOptions lopt;
   lopt.endpoint_queue_pkts = c.live.endpoint_queue_pkts;
-  lopt.record_arrivals = a.record;
+  lopt.record_arrivals = a.record || a.trace_stages;  // stages.csv needs each request's entry timeslot
   LiveTraffic traffic(c.topology, c.cores, lopt);
   EngineOptions opt = engine_options(c, c.cores);
   opt.clock = Clock::kRealTime;
@@ -199,6 +229,8 @@ int live_impl(const LiveArgs& a) {
   CommCore core(cc, traffic, pool);
   std::vector<LiveVerdict> recorded;
   if (a.record) core.record_verdicts(&recorded);
+  std::vector<StageRecord> stages;
+  if (a.trace_stages) core.trace_stages(&stages);
 
   const fs::path dir(c.output_dir);
   const uint64_t t0 = mono_ns();
@@ -238,6 +270,7 @@ int live_impl(const LiveArgs& a) {
   write_engine_outputs(c.output_dir, engine, opt, occupancy_file, 0, c.packet_log ? engine.events() : std::vector<PacketEvent>{});
   core.write_counters_csv((dir / "comm_counters.csv").string());
   write_live_summary((dir / "live_summary.yaml").string(), c, engine, core, (mono_ns() - t0) / 1e9);
+  if (a.trace_stages) write_stages_csv((dir / "stages.csv").string(), stages, traffic.arrivals(), engine);
   if (a.record) {
     write_arrivals_csv((dir / "arrivals.csv").string(), traffic.arrivals());
     write_verdicts_csv((dir / "verdicts.csv").string(), recorded);

@@ -14,6 +14,7 @@ struct LiveArgs {
   std::string out_dir;         // default: the config's output.dir
   double duration_s = 0;       // 0 = until SIGINT / SIGTERM
   bool record = false;         // arrivals.csv + verdicts.csv
+  bool trace_stages = false;   // stages.csv: each request's times through the comm core and the engine
   uint16_t port = 0;           // DPDK port id
   std::string prio = "auto";   // auto | on | off: request feature PRIO
   int req_custom = -1, verdict_custom = -1;  // custom bytes per request / verdict; -1: from the schemes
