@@ -118,6 +118,7 @@ bool CommCore::poll_once(uint64_t now) {
   const uint16_t n = rte_eth_rx_burst(cfg_.port_id, 0, rx, kBurst);
   if (n) {
     busy = true;
+    if (trace_) now = mono_ns();  // the stage trace stamps when the burst arrived, not when the loop began
     for (uint16_t i = 0; i < n; ++i) {
       if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void*));
       handle_frame(rx[i], now);
@@ -127,6 +128,7 @@ bool CommCore::poll_once(uint64_t now) {
     const size_t k = traffic_.collect(vbuf_.data(), vbuf_.size());
     if (!k) break;
     busy = true;
+    if (trace_) now = mono_ns();
     stats_.verdicts_collected += k;
     for (size_t i = 0; i < k; ++i) handle_verdict(vbuf_[i], now);
   }

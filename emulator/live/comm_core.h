@@ -100,9 +100,9 @@ struct TraceKeyHash {
 struct StageRecord {
   uint16_t src = 0;
   uint32_t flow = 0, seq = 0;
-  uint64_t rx_ns = 0;       // the comm core's loop that received and submitted it began
-  uint64_t collect_ns = 0;  // the loop that collected its verdict from the engine began (0: none)
-  uint64_t tx_ns = 0;       // that loop had sent the verdict's datagram (after its tx burst)
+  uint64_t rx_ns = 0;       // the rx burst that brought it had returned (then it was decoded and submitted)
+  uint64_t collect_ns = 0;  // the collect() that brought its verdict from the engine had returned (0: none)
+  uint64_t tx_ns = 0;       // that loop's tx burst, which sent the verdict's datagram, had returned
   Timeslot verdict_time = 0;
   uint8_t action = 0;       // LiveVerdict::Action
 };

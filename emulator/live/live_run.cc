@@ -3,6 +3,7 @@
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <sys/prctl.h>
 #include <yaml-cpp/yaml.h>
 
 #include <atomic>
@@ -78,9 +79,14 @@ CommCoreConfig comm_config(const LiveArgs& a, const RunConfig& c, const WireForm
 // acks settle.
 void comm_loop(CommCore& core, Engine& engine, LiveStats& stats, const std::atomic<bool>& engine_done, uint64_t t0,
                uint64_t interval_ns, uint64_t duration_ns, uint64_t idle_sleep_ns) {
+  // The idle nap is 20 us; Linux lets an ordinary thread's timer fire up to
+  // its timer slack (50 us by default) late, so a nap lasted ~70 us and a
+  // request arriving meanwhile waited that long. 1 us of slack for this thread.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   uint64_t next_stats = t0 + interval_ns;
   bool stopping = false;
   uint32_t idle = 0;
+  uint64_t last_busy = t0;
   for (;;) {
     const uint64_t now = mono_ns();
     const bool busy = core.poll_once(now);
@@ -102,9 +108,16 @@ void comm_loop(CommCore& core, Engine& engine, LiveStats& stats, const std::atom
       next_stats += interval_ns;
       if (next_stats < now) next_stats = now + interval_ns;
     }
+    // Nap when idle -- but not while a verdict is due soon: a request handed
+    // to the engine comes back after its emulated path (a few timeslots when
+    // the network is idle), and a nap then adds up to a whole nap to the
+    // round trip. So while requests are in the engine, spin on for up to
+    // kSpinPending after the last event.
+    constexpr uint64_t kSpinPending = 100'000;
     if (busy) {
       idle = 0;
-    } else if (idle_sleep_ns && ++idle >= 256) {
+      last_busy = now;
+    } else if (idle_sleep_ns && ++idle >= 256 && (core.pending() == 0 || now - last_busy > kSpinPending)) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(idle_sleep_ns));
     }
   }
