@@ -182,9 +182,9 @@ class Runner:
                 self._eal(c), run_dir / "emulator.log")
             procs.wait_for(emu, r"listening on", 30, "'listening on'")
             t_emu = (t_emu + time.time()) / 2
-            rt = backend.realtime_engine(emu, c["emulator"]["realtime_priority"])
-            meta["engine_threads_realtime"] = (rt if rt is not None else
-                                               _realtime_engine(emu.popen.pid, c["emulator"]["realtime_priority"]))
+            prio = realtime_priority(c)
+            rt = backend.realtime_engine(emu, prio)
+            meta["engine_threads_realtime"] = rt if rt is not None else _realtime_engine(emu.popen.pid, prio)
             backend.start_endpoints(emu_cfg, run_dir / "endpoints", settings)
             hints = {h: backend.hints_path(settings, h) for h in range(hosts)}
             cmds = commands(c, spec.seed, self.bin, run_dir / "workload", hints, host_ips)
@@ -318,6 +318,31 @@ class Runner:
 # Threads of flexplane-emulator live that are not engine cores (with the
 # lcores the runner gives: the comm core is DPDK worker lcore 1).
 _NOT_ENGINE = ("rte-worker-1", "eal-intr-thread", "telemetry-v2", "rte_mp_handle", "dpdk-intr")
+
+
+# The engine sleeps when it is more than 100 us ahead of its next timeslot
+# (EngineOptions::sleep_threshold_ns); with shorter timeslots it never is, so
+# it spins, and the kernel stops a SCHED_FIFO thread that runs for more than
+# sched_rt_runtime_us of every sched_rt_period_us (950 of 1000 ms): 50 ms
+# stalls every second (measured: one bulk flow at 200 Mbit/s, 4.8 % of
+# timeslots late, worst 50.1 ms, against 1.1 % and 1.4 ms without SCHED_FIFO).
+MIN_RT_TIMESLOT_US = 100.0
+
+
+def timeslot_us(c: dict) -> float:
+    n = c["network"]
+    return n.get("abstract_packet_bytes", 1500) * 8 / (n["link_rate_gbps"] * 1000)
+
+
+def realtime_priority(c: dict) -> int:
+    """emulator.realtime_priority, or 0 where the timeslot is too short for the
+    engine to sleep (above; docs/lab.md, 'Fidelity')."""
+    prio = c["emulator"]["realtime_priority"]
+    if prio > 0 and timeslot_us(c) <= MIN_RT_TIMESLOT_US:
+        log(f"lab: timeslots of {timeslot_us(c):.1f} us keep the engine spinning: it runs without SCHED_FIFO "
+            f"(emulator.realtime_priority {prio} applies to timeslots over {MIN_RT_TIMESLOT_US:g} us)")
+        return 0
+    return prio
 
 
 def _realtime_engine(pid: int, priority: int) -> list[int]:

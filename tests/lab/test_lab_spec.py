@@ -75,3 +75,16 @@ def test_qemu_file_with_dctcp_checks(tmp_path, lab_bins):
                                 qemu="{memory_mb: 256}"), bins=lab_bins)
     assert p.returncode == 0, p.stderr
     assert "3 hosts, backend qemu, workload bulk" in p.stdout
+
+
+def test_realtime_priority_only_where_the_engine_can_sleep():
+    # Timeslots the engine spins through would get it throttled under SCHED_FIFO (runner.MIN_RT_TIMESLOT_US).
+    from flexlab.runner import realtime_priority
+    def cfg(gbps, prio=20, apkt=1500):
+        return {"network": {"link_rate_gbps": gbps, "abstract_packet_bytes": apkt}, "emulator": {"realtime_priority": prio}}
+    assert realtime_priority(cfg(0.05)) == 20    # 240 us timeslots
+    assert realtime_priority(cfg(0.1)) == 20     # 120 us
+    assert realtime_priority(cfg(0.2)) == 0      # 60 us: spins
+    assert realtime_priority(cfg(1)) == 0
+    assert realtime_priority(cfg(0.2, apkt=9000)) == 20  # 360 us
+    assert realtime_priority(cfg(0.05, prio=0)) == 0
