@@ -34,6 +34,16 @@ inline void pin_to_cpu(std::thread& t, int cpu) {
   pthread_setaffinity_np(t.native_handle(), sizeof one, &one);
 }
 
+// The CPUs this process may run on (sched_getaffinity), in increasing order.
+inline std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  return cpus;
+}
+
 // Plain threads. When there are at least as many CPUs allowed as jobs, job i
 // is pinned to the i-th allowed CPU: engine cores spin-wait on each other, so
 // two of them sharing a CPU (or migrating) costs far more than it would for
@@ -53,16 +63,6 @@ class ThreadLauncher final : public CoreLauncher {
     for (auto& t : threads) t.join();
   }
   bool cpu_per_job(size_t jobs) const override { return jobs <= 1 || allowed_cpus().size() >= jobs; }
-
- private:
-  static std::vector<int> allowed_cpus() {
-    std::vector<int> cpus;
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-    return cpus;
-  }
 };
 
 }  // namespace flexplane

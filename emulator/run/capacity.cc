@@ -1,7 +1,5 @@
 #include "emulator/run/capacity.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <yaml-cpp/yaml.h>
 
 #include <atomic>
@@ -25,15 +23,6 @@ namespace flexplane {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
 
 struct Window {
   std::vector<CoreHealth> begin, end;
@@ -92,10 +81,7 @@ CpuNoise measure_cpu_noise(const std::vector<int>& cpus, double seconds) {
       }
       per[i] = CpuNoise{lost_ns / (seconds * 1e9), gaps / seconds, worst / 1000};
     });
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpus[i], &one);
-    pthread_setaffinity_np(spinners.back().native_handle(), sizeof one, &one);
+    pin_to_cpu(spinners.back(), cpus[i]);
   }
   for (auto& t : spinners) t.join();
   CpuNoise worst;
@@ -183,10 +169,7 @@ int capacity_impl(const CapacityArgs& a) {
   for (uint32_t d = 0; d < a.drivers; ++d) {
     threads.emplace_back([&, d] { drivers[d]->run(phase); });
     if (dedicated) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpus[cpus.size() - 1 - d], &one);
-      pthread_setaffinity_np(threads.back().native_handle(), sizeof one, &one);
+      pin_to_cpu(threads.back(), cpus[cpus.size() - 1 - d]);
     }
   }
 

@@ -6,24 +6,12 @@
 #include <chrono>
 #include <thread>
 
-#include "emulator/config/router_factory.h"
 #include "emulator/engine/engine.h"
+#include "emulator/engine/engine_test_util.h"
 
 using namespace flexplane;
 
 namespace {
-
-std::vector<std::unique_ptr<Router>> droptail_routers(const Topology& t, uint32_t capacity) {
-  std::vector<std::unique_ptr<Router>> out;
-  for (size_t i = 0; i < t.routers.size(); ++i) {
-    RouterSpec spec;
-    spec.where = "test";
-    spec.scheme = "droptail";
-    spec.queue_manager.params.set("capacity_pkts", std::to_string(capacity));
-    out.push_back(build_router(spec));
-  }
-  return out;
-}
 
 // A real-time run on 2 engine cores fed by `feeders` synthetic-endpoint
 // threads: offer for `offer_ms`, drain, stop. Timeslots of 20 us keep a
@@ -41,7 +29,7 @@ std::vector<SyntheticStats> run_synthetic(const Topology& topo, SyntheticLoad lo
   opt.timeslot_ns = 20000;
   opt.sleep_when_ahead = true;
   opt.sleep_threshold_ns = 5000;
-  Engine engine(topo, droptail_routers(topo, router_capacity), live, opt);
+  Engine engine(topo, test::routers_for(topo, "droptail", {{"capacity_pkts", std::to_string(router_capacity)}}), live, opt);
   const HopTable hops(topo);
   std::vector<std::unique_ptr<SyntheticEndpoints>> drivers;
   for (uint32_t f = 0; f < feeders; ++f)
