@@ -55,3 +55,19 @@ def test_missing_trace_is_named(tmp_path):
     (ep / "requests.csv").unlink()
     p = subprocess.run([sys.executable, str(SCRIPT), str(emu), str(ep)], capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "requests.csv" in p.stderr and "--trace-stages" in p.stderr
+
+
+def test_nfqueue_endpoint_adds_hold_and_release(tmp_path):
+    emu, ep = write(tmp_path)
+    rows = list(csv.DictReader(open(ep / "requests.csv")))
+    with open(ep / "requests.csv", "w") as f:  # the NFQUEUE endpoint's columns: read 4 us before, released 3 us after
+        f.write("flow,seq,sent_ns,verdict_ns,action,held_ns,released_ns\n")
+        for r in rows:
+            if r["verdict_ns"]:
+                f.write(f"{r['flow']},{r['seq']},{r['sent_ns']},{r['verdict_ns']},release,"
+                        f"{int(r['sent_ns']) - 4000},{int(r['verdict_ns']) + 3000}\n")
+    p = subprocess.run([sys.executable, str(SCRIPT), str(emu), str(ep), "--skip", "0"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    got = {" ".join(l.split()[:-3]): float(l.split()[-3]) for l in p.stdout.splitlines()[1:]}
+    assert got["hold"] == 4.0 and got["release"] == 3.0 and got["held"] == 37.0 and got["round trip"] == 30.0

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <memory>
 
 #include "api/version.h"
 #include "endpoint/clock.h"
@@ -26,6 +27,7 @@
 #include "endpoint/nfqueue/hint_socket.h"
 #include "endpoint/nfqueue/nfqueue_socket.h"
 #include "endpoint/nfqueue/packet_holder.h"
+#include "endpoint/nfqueue/stage_trace.h"
 #include "endpoint/protocol_session.h"
 #include "endpoint/udp_socket.h"
 
@@ -63,6 +65,7 @@ struct Options {
   double hold_ms = 3000, rto_us = 2000, connect_timeout_s = 2, stats_s = 0, drain_ms = 300;
   uint32_t window = 4096;
   bool quiet = false;
+  bool trace_stages = false;
 };
 
 }  // namespace
@@ -105,6 +108,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 60000.0));
   app.add_option("--stats-s", a.stats_s, "print a counters line this often (0 = never)")->check(CLI::Range(0.0, 3600.0));
   app.add_flag("--quiet,-q", a.quiet, "only errors");
+  app.add_flag("--trace-stages", a.trace_stages,
+               "also write OUT/requests.csv: each held packet's NFQUEUE read, request, verdict and release times "
+               "(CLOCK_MONOTONIC ns; docs/live.md, 'Where a round trip goes')");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -187,6 +193,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
 
+  std::unique_ptr<StageTrace> trace = a.trace_stages ? std::make_unique<StageTrace>() : nullptr;
   const uint64_t t0 = mono_ns();
   session.start(udp, t0);
   std::deque<OutRequest> backlog;
@@ -211,6 +218,7 @@ int main(int argc, char** argv) {
       const int rc = session.submit(r.req, r.cookie, now);
       if (rc == -FP_ENOSPC || rc == -FP_EREJECTED) return std::string();
       if (rc) return std::string("cannot submit a request: ") + fp_strerror(rc);
+      if (trace) trace->sent(r.cookie, r.req, now);
       backlog.pop_front();
     }
     return std::string();
@@ -253,13 +261,17 @@ int main(int argc, char** argv) {
     // by the time the packet is read, so drain hints before each one.
     queue.receive([&](const QueuedPacket& p) {
       hints.drain(take_hint, &hint_bad);
+      const size_t before = backlog.size();
       holder.on_packet(p.id, p.data, p.len, now, &backlog);
+      if (trace)
+        for (size_t i = before; i < backlog.size(); ++i) trace->held(backlog[i].cookie, now);
     });
     std::string err = submit_backlog(now);
     if (err.empty()) err = session.flush(now);
     if (err.empty())
       err = session.receive(now, [&](const fp_verdict& v, const fp_request&, uint64_t cookie) {
         holder.on_verdict(cookie, v.action, now);
+        if (trace) trace->verdict(cookie, v.action, now);
       });
     if (!err.empty()) {
       fatal = err;
@@ -288,6 +300,7 @@ int main(int argc, char** argv) {
     }
     holder.expire(now);
     queue.flush();
+    if (trace) trace->released(mono_ns());
 
     // Reachability reports, once per change.
     const bool est = session.established();
@@ -358,6 +371,7 @@ int main(int argc, char** argv) {
     row("kernel_waiting_at_exit", ks.waiting);
     row("runtime_ms", (now - t0) / 1'000'000);
     if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
+    if (trace) trace->write(a.out_dir + "/requests.csv");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", who.c_str(), e.what());
     exit_code = 1;

@@ -158,7 +158,8 @@ class Runner:
         settings = LabSettings(hosts=hosts, ecn=c["transport"]["ecn"], hold_ms=c["lab"]["hold_ms"],
                                fallback=c["lab"]["fallback"], bypass=c["lab"]["bypass"], window=c["lab"]["window"],
                                bin_dir=self.bin, scratch=scratch, ipv6=c["lab"]["ipv6"],
-                               cc=c["transport"]["cc"], qemu=c["qemu"], inventory=self.inventory)
+                               cc=c["transport"]["cc"], qemu=c["qemu"], inventory=self.inventory,
+                               trace_stages=c["lab"]["trace_stages"])
         emu_ip, host_ips = backend.addresses(settings)
         cfg = emulator_config(c, spec.seed, hosts, self.exp.path)
         cfg["live"]["emulator_ip"], cfg["live"]["endpoint_ips"] = emu_ip, host_ips
@@ -178,7 +179,7 @@ class Runner:
             limit = c["duration_s"] + c["drain_s"] + 120
             emu = backend.start_emulator(
                 [str(self.bin / "flexplane-emulator"), "live", str(emu_cfg), "--out", str(run_dir / "emulator"),
-                 "--duration-s", f"{limit:g}"],
+                 "--duration-s", f"{limit:g}"] + (["--trace-stages"] if c["lab"]["trace_stages"] else []),
                 self._eal(c), run_dir / "emulator.log")
             procs.wait_for(emu, r"listening on", 30, "'listening on'")
             t_emu = (t_emu + time.time()) / 2

@@ -167,6 +167,8 @@ SCHEMA: dict[str, Any] = {
                     check=_bypass_check),
         "window": F(int, 4096, "protocol requests in flight per endpoint (power of two)", lo=1, hi=32768),
         "ipv6": F(bool, False, "hosts also get IPv6 addresses fd77::<10+i>, held like IPv4 (workloads use IPv4)"),
+        "trace_stages": F(bool, False, "netns backend: the emulator and every endpoint record each packet's times "
+                          "(stages.csv, requests.csv; scripts/live_stages.py; docs/live.md)"),
     },
     "qemu": {
         "memory_mb": F(int, 256, "qemu backend: memory of each host VM", lo=128, hi=4096),

@@ -111,6 +111,7 @@ class LabSettings:
     cc: str = "cubic"      # transport.cc: the hosts' default congestion control
     qemu: dict = field(default_factory=dict)  # the experiment's qemu section (backend qemu)
     inventory: Any = None  # flexlab.inventory.Inventory (backend hosts: --inventory)
+    trace_stages: bool = False  # lab.trace_stages: endpoints write requests.csv (netns backend)
 
 
 class Backend(ABC):

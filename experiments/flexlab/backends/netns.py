@@ -147,6 +147,8 @@ class NetnsBackend(Backend):
                 "--hints", self.hints_path(s, i)]
         if s.ipv6:
             argv += [f"--peer={host_ip6(j)}={j}" for j in range(s.hosts)]
+        if s.trace_stages:
+            argv.append("--trace-stages")
         for b in s.bypass:
             argv += ["--bypass", b]
         return argv
