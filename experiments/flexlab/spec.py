@@ -400,6 +400,9 @@ def _check_transport(c: dict, where: str) -> None:
                                                         if b == "hosts" else ")"))
         if c["lab"]["ipv6"]:
             raise SpecError(f"{where}lab.ipv6: not supported on backend {b} yet (hosts are IPv4 only)")
+        if c["lab"]["trace_stages"]:
+            raise SpecError(f"{where}lab.trace_stages: not supported on backend {b} yet (the qdisc does not "
+                            "record its packets' times; netns's NFQUEUE endpoints do)")
         # What the qdisc accepts (docs/kmod.md, options): hold 1ms..60s, window 2..32768.
         if c["lab"]["hold_ms"] > 60000:
             raise SpecError(f"{where}lab.hold_ms: {c['lab']['hold_ms']:g} is above 60000 on backend {b} "

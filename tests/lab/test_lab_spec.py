@@ -34,6 +34,8 @@ CASES = [
     ({"transport": "{cc: dctcp}"}, "transport.cc: 'dctcp' is not available on backend netns"),
     ({"backend": "qemu", "transport": "{cc: vegas}"}, "transport.cc: 'vegas' is not available on backend qemu"),
     ({"backend": "qemu", "lab": "{bypass: ['udp:53']}"}, "lab.bypass: not supported on backend qemu"),
+    ({"backend": "qemu", "lab": "{trace_stages: true}"}, "lab.trace_stages: not supported on backend qemu"),
+    ({"emulator": "{late_threshold: 2}"}, "emulator.late_threshold"),
     ({"backend": "qemu", "qemu": "{memory_mb: 64}"}, "qemu.memory_mb: 64 is below the minimum"),
     ({"backend": "qemu", "qemu": "{vcpus: 2}"}, "qemu.vcpus: unknown key"),
     ({"backend": "kvm"}, "backend: 'kvm' is not one of"),
