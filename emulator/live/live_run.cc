@@ -80,7 +80,8 @@ CommCoreConfig comm_config(const LiveArgs& a, const RunConfig& c, const WireForm
 void comm_loop(CommCore& core, Engine& engine, LiveStats& stats, const std::atomic<bool>& engine_done, uint64_t t0,
                uint64_t interval_ns, uint64_t duration_ns, uint64_t idle_sleep_ns) {
   // The idle nap is 20 us; Linux lets an ordinary thread's timer fire up to
-  // its timer slack (50 us by default) late, so a nap lasted ~70 us and a
+  // its timer slack (50 us by default) late, so a nap lasted ~100 us (48 us with
+  // 1 us of slack: flexplane_bench --benchmark_filter=IdleNap) and a
   // request arriving meanwhile waited that long. 1 us of slack for this thread.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   uint64_t next_stats = t0 + interval_ns;
