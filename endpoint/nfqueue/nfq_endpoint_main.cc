@@ -9,6 +9,7 @@
 // Exit status: 0 after SIGINT / SIGTERM (counters written); 1 the emulator
 // refused the session or a socket failed; 2 bad arguments or configuration.
 #include <poll.h>
+#include <sys/resource.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -370,6 +371,13 @@ int main(int argc, char** argv) {
     row("kernel_user_dropped", ks.user_dropped);
     row("kernel_waiting_at_exit", ks.waiting);
     row("runtime_ms", (now - t0) / 1'000'000);
+    // This process's CPU time (the per-packet cost of holding and releasing:
+    // docs/lab.md, "The link rate"); the kernel's NFQUEUE work in the
+    // senders' context is not in it.
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    row("cpu_user_us", uint64_t(ru.ru_utime.tv_sec) * 1'000'000 + uint64_t(ru.ru_utime.tv_usec));
+    row("cpu_sys_us", uint64_t(ru.ru_stime.tv_sec) * 1'000'000 + uint64_t(ru.ru_stime.tv_usec));
     if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
     if (trace) trace->write(a.out_dir + "/requests.csv");
   } catch (const std::exception& e) {

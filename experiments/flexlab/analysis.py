@@ -227,6 +227,13 @@ def run_metrics(run: RunData, receivers: list[int]) -> dict[str, Any]:
             "requests_submitted", "hinted_requests"]
     m["endpoints"] = {k: e.get(k, 0) for k in keys}
     m["endpoints"]["files"] = len(ep_files)
+    # The endpoints' own CPU per packet held (netns: flexplane-nfq-endpoint's
+    # user + system time; the kernel's NFQUEUE work in the senders' context
+    # is not in it). None where the endpoints do not report it (qdisc backends).
+    if "cpu_user_us" in e:
+        cpu_us = e["cpu_user_us"] + e.get("cpu_sys_us", 0)
+        m["endpoints"]["cpu_us"] = cpu_us
+        m["endpoints"]["cpu_ns_per_packet"] = 1000.0 * cpu_us / max(1, e.get("packets_held", 0))
     # Checks: every request the endpoints made reached the emulator once and was answered.
     checks = {
         "endpoint_counters_written": len(ep_files) == run.meta["hosts"],

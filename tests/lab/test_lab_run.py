@@ -50,6 +50,7 @@ def test_short_experiment_end_to_end(tmp_path, lab_bins, prefix):
         assert e["verdicts"] == ep["verdicts"] == ep["requests"] == e["requests"]
         assert ep["packets_held"] == ep["packets_released"] + ep["packets_marked"] + ep["packets_dropped"]
         assert ep["timeout_dropped"] == ep["timeout_accepted"] == 0
+        assert ep["cpu_us"] > 0 and ep["cpu_ns_per_packet"] == 1000 * ep["cpu_us"] / ep["packets_held"]
         assert e["pending_at_exit"] == 0
         # Lateness is reported and, past the threshold, marked in the run's line.
         assert e["late_threshold"] == 0.001 and e["on_time"] == (e["late_fraction"] <= e["late_threshold"])
