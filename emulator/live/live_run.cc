@@ -72,18 +72,32 @@ CommCoreConfig comm_config(const LiveArgs& a, const RunConfig& c, const WireForm
   return cc;
 }
 
+// How long the comm core keeps polling after its last event while requests
+// are in the engine, instead of napping. With datacenter timeslots (<= 10 us)
+// a verdict comes back within a few us on an idle network, and spinning for
+// it halved the light-load round trip (docs/live.md, "Where a round trip
+// goes"); with the lab's (60-240 us) it would come after hundreds of us, and
+// under sustained traffic the comm core then never napped: on 2 CPUs it took
+// the endpoints' CPU (one bulk flow at 200 Mbit/s: 2.0-2.5 % of timeslots
+// late instead of 0.24-0.44 %). The same condition gives the comm core 1 us
+// of timer slack (comm_loop).
+uint64_t spin_pending_ns(double timeslot_ns) { return timeslot_ns <= 10'000 ? 100'000 : 0; }
+
 // The comm core's loop: poll, report every interval, stop the engine at a
 // signal or after the duration; once the engine has stopped, drain (every
 // verdict the engine produced goes out; requests that still arrive are
 // answered with DROP) for a short grace period that lets retransmissions and
 // acks settle.
 void comm_loop(CommCore& core, Engine& engine, LiveStats& stats, const std::atomic<bool>& engine_done, uint64_t t0,
-               uint64_t interval_ns, uint64_t duration_ns, uint64_t idle_sleep_ns) {
+               uint64_t interval_ns, uint64_t duration_ns, uint64_t idle_sleep_ns, uint64_t spin_pending_ns) {
   // The idle nap is 20 us; Linux lets an ordinary thread's timer fire up to
   // its timer slack (50 us by default) late, so a nap lasted ~100 us (48 us with
   // 1 us of slack: flexplane_bench --benchmark_filter=IdleNap) and a
-  // request arriving meanwhile waited that long. 1 us of slack for this thread.
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  // request arriving meanwhile waited that long. With datacenter timeslots
+  // (the same condition as spin_pending_ns) this thread gets 1 us of slack;
+  // with the lab's, twice the wake-ups cost the endpoints CPU on a small
+  // machine for a gain well inside a timeslot.
+  if (spin_pending_ns) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   uint64_t next_stats = t0 + interval_ns;
   bool stopping = false;
   uint32_t idle = 0;
@@ -113,12 +127,12 @@ void comm_loop(CommCore& core, Engine& engine, LiveStats& stats, const std::atom
     // to the engine comes back after its emulated path (a few timeslots when
     // the network is idle), and a nap then adds up to a whole nap to the
     // round trip. So while requests are in the engine, spin on for up to
-    // kSpinPending after the last event.
-    constexpr uint64_t kSpinPending = 100'000;
+    // spin_pending_ns after the last event (only with short timeslots: see
+    // run_live, where it is chosen).
     if (busy) {
       idle = 0;
       last_busy = now;
-    } else if (idle_sleep_ns && ++idle >= 256 && (core.pending() == 0 || now - last_busy > kSpinPending)) {
+    } else if (idle_sleep_ns && ++idle >= 256 && (core.pending() == 0 || now - last_busy > spin_pending_ns)) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(idle_sleep_ns));
     }
   }
@@ -268,7 +282,7 @@ int live_impl(const LiveArgs& a) {
   std::atomic<bool> engine_done{false};
   const std::function<void()> comm = [&] {
     comm_loop(core, engine, stats, engine_done, t0, static_cast<uint64_t>(c.live.stats_interval_s * 1e9),
-              static_cast<uint64_t>(a.duration_s * 1e9), cc.idle_sleep_ns);
+              static_cast<uint64_t>(a.duration_s * 1e9), cc.idle_sleep_ns, spin_pending_ns(c.network.timeslot_ns()));
   };
   try {
     run_cores(engine, comm, engine_done, t0);
