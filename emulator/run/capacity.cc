@@ -154,7 +154,10 @@ int capacity_impl(const CapacityArgs& a) {
   if (!dedicated)
     warn(std::to_string(cores) + " engine core(s) + " + std::to_string(a.drivers) + " driver(s) on " +
          std::to_string(cpus.size()) + " CPU(s): threads share CPUs, expect late timeslots");
-  std::vector<int> used(cpus.begin(), cpus.begin() + std::min<size_t>(cpus.size(), size_t{cores} + a.drivers));
+  // The CPUs the run will use: the engine's first ones and the drivers' last ones.
+  std::vector<int> used;
+  for (size_t i = 0; i < cpus.size(); ++i)
+    if (!dedicated || i < cores || i >= cpus.size() - a.drivers) used.push_back(cpus[i]);
   const CpuNoise noise = a.noise_check_s > 0 ? measure_cpu_noise(used, a.noise_check_s) : CpuNoise{};
   std::fprintf(stderr,
                "capacity: %u endpoints, %zu routers, %u engine core(s), %u driver(s), timeslot %.1f ns, %s, "
@@ -174,12 +177,20 @@ int capacity_impl(const CapacityArgs& a) {
   }
 
   // The controller: health at the window's edges, then drain, then stop.
+  std::atomic<bool> engine_over{false};
   Window win;
   bool drained = false;
   double drain_s = 0;
   std::thread controller([&] {
     using clk = std::chrono::steady_clock;
-    const auto t0 = clk::now() + std::chrono::milliseconds(1);  // the engine's timeslot 0
+    // The window's edges are timeslots; their wall times are known once the
+    // engine has started (Engine::timeslot_due_ns, on steady_clock).
+    for (bool started = false; !started;) {
+      if (engine_over.load()) return;  // it failed to start (main reports why)
+      for (const CoreHealth& h : engine.health()) started = started || h.timeslots > 0;
+      if (!started) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    const auto t0 = clk::time_point(std::chrono::nanoseconds(engine.timeslot_due_ns(0)));
     const auto at = [&](double s) { return t0 + std::chrono::nanoseconds(static_cast<int64_t>(s * 1e9)); };
     std::this_thread::sleep_until(at(win_begin * ts_ns / 1e9));
     engine.reset_max_lag();  // the start's lag is not the window's
@@ -213,8 +224,8 @@ int capacity_impl(const CapacityArgs& a) {
     engine.run(~Timeslot{0} >> 2);
   } catch (const std::exception& e) {
     engine_error = e.what();
-    engine.request_stop();
   }
+  engine_over.store(true);
   controller.join();
   phase.store(SyntheticEndpoints::kQuit, std::memory_order_release);
   for (auto& t : threads) t.join();
