@@ -41,6 +41,7 @@ cleanup() {
   [ -n "${EMU_PID:-}" ] && kill -INT "$EMU_PID" 2>/dev/null && sleep 1 && kill -9 "$EMU_PID" 2>/dev/null
   ip netns del ${P}emu 2>/dev/null || true
   ip netns del ${P}ep 2>/dev/null || true
+  rm -rf /run/dpdk/${P}*  # the emulators' EAL runtime folders (--file-prefix=${P}<label>)
 }
 trap cleanup EXIT
 
