@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
-#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +33,7 @@
 #include "api/endpoint_contract.h"
 #include "endpoint/clock.h"
 #include "endpoint/protocol_session.h"
+#include "endpoint/stage_trace.h"
 #include "endpoint/udp_socket.h"
 
 namespace flexplane::endpoint {
@@ -91,6 +92,7 @@ inline const char* action_text(uint8_t a) {
 class Driver {
  public:
   Driver(DriverOptions opts, const FlowList& my_flows) : o_(std::move(opts)), session_(o_.session) {
+    if (o_.trace_requests) trace_ = std::make_unique<StageTrace>();
     for (const auto& f : my_flows) {
       FlowRecord r;
       r.spec = f;
@@ -252,26 +254,10 @@ class Driver {
     if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
   }
 
-  // requests.csv (--trace-stages; docs/live.md, "Where a round trip goes"):
-  // flow, seq, when the request went into the protocol window and when its
-  // verdict came back, both CLOCK_MONOTONIC ns (the emulator's stages.csv
-  // reads the same clock); verdict_ns empty if none came.
+  // requests.csv (--trace-stages): each request's send and verdict times (StageTrace).
   void write_requests_csv(const std::string& path) const {
-    FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) throw std::runtime_error(path + ": cannot write");
-    std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
-    std::map<std::pair<uint32_t, uint32_t>, const VerdictRecord*> got;
-    for (const auto& v : log_) got[{v.flow, v.seq}] = &v;
-    std::fprintf(f, "flow,seq,sent_ns,verdict_ns,action\n");
-    for (const auto& s : sent_log_) {
-      const auto it = got.find({s.flow, s.seq});
-      if (it == got.end())
-        std::fprintf(f, "%u,%u,%llu,,\n", s.flow, s.seq, (unsigned long long)s.sent_mono);
-      else
-        std::fprintf(f, "%u,%u,%llu,%llu,%s\n", s.flow, s.seq, (unsigned long long)s.sent_mono,
-                     (unsigned long long)it->second->recv_mono, action_text(it->second->action));
-    }
-    if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
+    if (!trace_) throw std::logic_error("write_requests_csv: the driver was built without trace_requests");
+    trace_->write(path);
   }
 
   // endpoint_counters.csv: counter,value.
@@ -318,12 +304,13 @@ class Driver {
   std::string submit_backlog(uint64_t now) {
     while (!backlog_.empty()) {
       const uint64_t cookie = backlog_.front();
-      const int rc = session_.submit(make_request(cookie), cookie, now);
+      const fp_request q = make_request(cookie);
+      const int rc = session_.submit(q, cookie, now);
       if (rc == -FP_ENOSPC || rc == -FP_EREJECTED) break;  // window full / rejected: stays queued
       if (rc) return std::string("cannot submit a request: ") + fp_strerror(rc);
       FlowRecord& r = flows_[cookie >> 32];
       if (!r.first_sent_mono) r.first_sent_mono = now;
-      if (o_.trace_requests) sent_log_.push_back({now, r.spec.id, uint32_t(cookie)});
+      if (trace_) trace_->sent(cookie, q, now);
       backlog_.pop_front();
     }
     return "";
@@ -338,6 +325,7 @@ class Driver {
     }
     FlowRecord& r = flows_[idx];
     log_.push_back({now, v.action, req.flow, req.id, req.dst});
+    if (trace_) trace_->verdict(cookie, v.action, now);
     switch (v.action) {
       case FP_ACT_RELEASE: ++r.released; ++ctr_.verdicts_release; break;
       case FP_ACT_MARK: ++r.marked; ++ctr_.verdicts_mark; break;
@@ -353,11 +341,7 @@ class Driver {
   std::vector<FlowRecord> flows_;
   uint64_t total_ = 0, verdicts_ = 0;
   std::deque<uint64_t> backlog_;  // cookies (flow index << 32 | seq) not yet in the window
-  struct Sent {
-    uint64_t sent_mono;
-    uint32_t flow, seq;
-  };
-  std::vector<Sent> sent_log_;    // o_.trace_requests only
+  std::unique_ptr<StageTrace> trace_;  // o_.trace_requests only
   size_t next_flow_ = 0;
   std::vector<VerdictRecord> log_;
   DriverCounters ctr_;

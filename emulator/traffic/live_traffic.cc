@@ -228,20 +228,7 @@ size_t LiveTraffic::submit_burst(const Packet* p, size_t n) {
   return k;
 }
 
-bool LiveTraffic::submit(const Packet& p) {
-  const int32_t g = p.src < group_of_.size() ? group_of_[p.src] : -1;
-  if (g < 0) {
-    ++stats_[0].refused;
-    return false;
-  }
-  Stats& s = stats_[static_cast<uint32_t>(g) % options_.feeders];
-  if (!groups_[g]->requests.push(p)) {
-    ++s.refused;
-    return false;
-  }
-  ++s.submitted;
-  return true;
-}
+bool LiveTraffic::submit(const Packet& p) { return submit_burst(&p, 1) == 1; }
 
 size_t LiveTraffic::collect(LiveVerdict* out, size_t max, uint32_t feeder) {
   const uint32_t f = options_.feeders;

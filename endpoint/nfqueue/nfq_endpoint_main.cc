@@ -28,8 +28,8 @@
 #include "endpoint/nfqueue/hint_socket.h"
 #include "endpoint/nfqueue/nfqueue_socket.h"
 #include "endpoint/nfqueue/packet_holder.h"
-#include "endpoint/nfqueue/stage_trace.h"
 #include "endpoint/protocol_session.h"
+#include "endpoint/stage_trace.h"
 #include "endpoint/udp_socket.h"
 
 using namespace flexplane;

@@ -1,8 +1,9 @@
-// Each held packet's times through flexplane-nfq-endpoint (--trace-stages;
-// docs/live.md, "Where a round trip goes"): read from NFQUEUE, its request
-// handed to the protocol window, its verdict back, the kernel told. All
-// CLOCK_MONOTONIC ns, the clock the emulator's stages.csv reads. Off by
-// default: a hash lookup per packet.
+// Each request's times at an endpoint (--trace-stages of flexplane-endpoint
+// and flexplane-nfq-endpoint; docs/live.md, "Where a round trip goes"): its
+// request handed to the protocol window, its verdict back, and for held
+// packets (NFQUEUE) when the packet was read and when the kernel was told.
+// All CLOCK_MONOTONIC ns, the clock the emulator's stages.csv reads. Off by
+// default: a hash lookup per request.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,10 @@ namespace flexplane {
 
 class StageTrace {
  public:
-  void held(uint64_t cookie, uint64_t now) { held_[cookie] = now; }
+  void held(uint64_t cookie, uint64_t now) {
+    held_[cookie] = now;
+    holds_ = true;
+  }
   void sent(uint64_t cookie, const fp_request& r, uint64_t now) {
     Rec rec;
     rec.flow = r.flow;
@@ -46,24 +50,25 @@ class StageTrace {
     for (size_t i : released_) recs_[i].released_ns = now;
     released_.clear();
   }
-  // requests.csv: the columns of flexplane-endpoint's, then held_ns and released_ns.
+  // requests.csv: flow,seq,sent_ns,verdict_ns,action, then held_ns and
+  // released_ns if packets were held (held() was called).
   void write(const std::string& path) const {
     FILE* f = std::fopen(path.c_str(), "w");
     if (!f) throw std::runtime_error(path + ": cannot write");
     std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
-    std::fprintf(f, "flow,seq,sent_ns,verdict_ns,action,held_ns,released_ns\n");
+    std::fprintf(f, "flow,seq,sent_ns,verdict_ns,action%s\n", holds_ ? ",held_ns,released_ns" : "");
     for (const Rec& r : recs_) {
       std::fprintf(f, "%u,%u,%llu,", r.flow, r.seq, (unsigned long long)r.sent_ns);
       if (r.verdict_ns)
-        std::fprintf(f, "%llu,%s,", (unsigned long long)r.verdict_ns,
+        std::fprintf(f, "%llu,%s", (unsigned long long)r.verdict_ns,
                      r.action == FP_ACT_RELEASE ? "release" : r.action == FP_ACT_MARK ? "mark" : "drop");
       else
-        std::fprintf(f, ",,");
-      std::fprintf(f, "%llu,", (unsigned long long)r.held_ns);
-      if (r.released_ns)
-        std::fprintf(f, "%llu\n", (unsigned long long)r.released_ns);
-      else
-        std::fprintf(f, "\n");
+        std::fprintf(f, ",");
+      if (holds_) {
+        std::fprintf(f, ",%llu,", (unsigned long long)r.held_ns);
+        if (r.released_ns) std::fprintf(f, "%llu", (unsigned long long)r.released_ns);
+      }
+      std::fprintf(f, "\n");
     }
     if (std::fclose(f) != 0) throw std::runtime_error(path + ": write failed");
   }
@@ -78,6 +83,7 @@ class StageTrace {
   std::unordered_map<uint64_t, size_t> index_;    // cookie -> recs_ index, until its verdict
   std::vector<Rec> recs_;
   std::vector<size_t> released_;                  // verdicts of this loop
+  bool holds_ = false;                            // packets are held (NFQUEUE): two more columns
 };
 
 }  // namespace flexplane
