@@ -14,11 +14,13 @@ using namespace flexplane;
 namespace {
 
 // A real-time run on 2 engine cores fed by `feeders` synthetic-endpoint
-// threads: offer for `offer_ms`, drain, stop. Timeslots of 20 us keep a
-// shared CI machine on time (the accounting holds either way).
+// threads: offer for `offer_ms` and at least until the engine has finished
+// timeslot `win_end` (under a sanitizer on a loaded 2-core machine it falls
+// far behind the clock), drain, stop. Timeslots of 20 us (the default) keep a shared CI
+// machine on time (the accounting holds either way).
 std::vector<SyntheticStats> run_synthetic(const Topology& topo, SyntheticLoad load, uint32_t feeders,
                                           uint32_t queue_pkts, int offer_ms, Timeslot win_begin, Timeslot win_end,
-                                          uint32_t router_capacity = 8) {
+                                          uint32_t router_capacity = 8, double timeslot_ns = 20000) {
   LiveTrafficOptions lopt;
   lopt.feeders = feeders;
   lopt.endpoint_queue_pkts = queue_pkts;
@@ -26,7 +28,7 @@ std::vector<SyntheticStats> run_synthetic(const Topology& topo, SyntheticLoad lo
   EngineOptions opt;
   opt.cores = 2;
   opt.clock = Clock::kRealTime;
-  opt.timeslot_ns = 20000;
+  opt.timeslot_ns = timeslot_ns;
   opt.sleep_when_ahead = true;
   opt.sleep_threshold_ns = 5000;
   Engine engine(topo, test::routers_for(topo, "droptail", {{"capacity_pkts", std::to_string(router_capacity)}}), live, opt);
@@ -37,11 +39,19 @@ std::vector<SyntheticStats> run_synthetic(const Topology& topo, SyntheticLoad lo
   std::atomic<int> phase{SyntheticEndpoints::kOffer};
   std::vector<std::thread> threads;
   for (auto& d : drivers) threads.emplace_back([&d, &phase] { d->run(phase); });
-  std::thread runner([&] { engine.run(~Timeslot{0} >> 2); });
+  std::atomic<Timeslot> done{0};
+  std::thread runner([&] {
+    engine.run(~Timeslot{0} >> 2, [&done](const EngineProgress& p) { done.store(p.done); }, 0.002);
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(offer_ms));
-  phase.store(SyntheticEndpoints::kDrain);
+  const Timeslot must_reach = win_end == (~Timeslot{0} >> 2) ? 0 : win_end;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (bool all = false; !all && std::chrono::steady_clock::now() < give_up;) {
+  while (done.load() < must_reach && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  CHECK(done.load() >= must_reach);
+  phase.store(SyntheticEndpoints::kDrain);
+  const auto drain_give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (bool all = false; !all && std::chrono::steady_clock::now() < drain_give_up;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     all = true;
     for (auto& d : drivers) all = all && d->drained();
@@ -127,11 +137,15 @@ TEST_CASE("synthetic endpoints: the window counts only verdicts of its timeslots
   SyntheticLoad load;
   load.load = 0.2;
   load.poll_ns = 50000;  // a loop every 50 us: requests and verdicts in bursts
-  // Offer ~100 ms of 20 us timeslots (5000), count [1000, 2000).
-  const std::vector<SyntheticStats> per = run_synthetic(topo, load, 1, 64, 100, 1000, 2000, 64);
+  // Offer ~200 ms of 200 us timeslots (1000), count [250, 750): long enough
+  // that the feeder runs in the window even when a loaded machine leaves it
+  // off its CPU for ~10 ms (short timeslots let an engine that fell behind
+  // race through a window while the feeder waited for a CPU).
+  const std::vector<SyntheticStats> per = run_synthetic(topo, load, 1, 64, 200, 250, 750, 64, 200000);
   const SyntheticStats& s = per[0];
   REQUIRE(s.outstanding() == 0);
   REQUIRE(s.offered == s.released + s.marked + s.dropped);
+  INFO("offered " << s.offered << ", dropped " << s.dropped << ", generator lag " << s.max_offer_lag_ns << " ns");
   CHECK(s.window_verdicts > 0);
   CHECK(s.window_verdicts < s.released + s.marked + s.dropped - s.refused);
   CHECK(s.latency.samples() + s.latency_unmatched == s.window_verdicts);
