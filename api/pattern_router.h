@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "api/classifier.h"
+#include "api/load_balancer.h"
 #include "api/queue_manager.h"
 #include "api/router.h"
 #include "api/scheduler.h"
@@ -37,9 +38,13 @@ namespace flexplane {
 
 class alignas(kCacheLine) PatternRouter final : public Router {
  public:
+  // `lb` null, or one that is flow_hash_only(): ECMP, inline.
   PatternRouter(std::unique_ptr<ClassifierBase> cls, std::unique_ptr<QueueManagerBase> qm,
-                std::unique_ptr<SchedulerBase> sched)
-      : cls_(std::move(cls)), qm_(std::move(qm)), sched_(std::move(sched)) {}
+                std::unique_ptr<SchedulerBase> sched, std::unique_ptr<LoadBalancerBase> lb = nullptr)
+      : cls_(std::move(cls)), qm_(std::move(qm)), sched_(std::move(sched)), lb_(std::move(lb)) {
+    num_components_ = lb_ ? 4 : 3;
+    spreads_ = lb_ && !lb_->flow_hash_only();
+  }
 
   void bind(const RouterEnv& env) override {
     routes_ = env.routes;
@@ -47,7 +52,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     bank_.reset(env.num_ports, cls_->num_queues(), qm_->queue_capacity_pkts(), stamps);
     rng_.reseed(env.seed, 0x1000000ull + env.router_id);
     verdicts_ = Verdicts(&bank_, env.router_id, env.sink);
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < num_components_; ++i)
       labels_[i] = std::string(kKinds[i]) + " '" + components()[i]->registered_name() + "' (router " +
                    std::to_string(env.router_id) + ")";
     ComponentEnv cenv;
@@ -63,12 +68,20 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     cenv.dequeuer = qm_->acts_at_dequeue() ? qm_.get() : nullptr;
     cenv.label = labels_[2].c_str();
     sched_->bind(cenv);
+    if (lb_) {  // its own random stream: choosing one leaves the others' draws as they were
+      lb_rng_.reseed(env.seed, 0x2000000ull + env.router_id);
+      cenv.rng = &lb_rng_;
+      cenv.dequeuer = nullptr;
+      cenv.label = labels_[3].c_str();
+      lb_->set_routes(env.routes);
+      lb_->bind(cenv);
+    }
     ports_.resize(kBatch);
     queues_.resize(kBatch);
     live_words_.assign(bank_.port_words(), 0);
     single_queue_ = cls_->single_queue();
     stats_.clear();
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < num_components_; ++i) {
       const std::vector<StatDesc> d = components()[i]->stat_descs();
       stat_counts_[i] = static_cast<unsigned>(d.size());
       stats_.insert(stats_.end(), d.begin(), d.end());
@@ -132,7 +145,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
       explicit Shifted(StatsOut& o) : to(o) {}
       void put(unsigned stat, QueueId q, double v) override { to.put(first + stat, q, v); }
     } shifted(out);
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < num_components_; ++i) {
       if (stat_counts_[i]) components()[i]->sample_stats(port, shifted);
       shifted.first += stat_counts_[i];
     }
@@ -140,9 +153,10 @@ class alignas(kCacheLine) PatternRouter final : public Router {
 
  private:
   static constexpr uint32_t kBatch = 64;
-  static constexpr const char* kKinds[3] = {"classifier", "queue_manager", "scheduler"};
+  static constexpr const char* kKinds[4] = {"classifier", "queue_manager", "scheduler", "load_balancer"};
 
-  std::array<const ComponentBase*, 3> components() const { return {cls_.get(), qm_.get(), sched_.get()}; }
+  // The first num_components_ are set (the load balancer last, if any).
+  std::array<const ComponentBase*, 4> components() const { return {cls_.get(), qm_.get(), sched_.get(), lb_.get()}; }
 
   void input_range(Packet* pkts, uint32_t n, Timeslot now) {
     while (n > 0) {
@@ -162,9 +176,14 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     const PortId num_ports = bank_.num_ports();
     PortId* const ports = ports_.data();
     uint32_t m = 0;
+    if (spreads_) {  // the load balancer picks among each group's ports, for the whole batch
+      for (uint32_t i = 0; i < n; ++i) ports[i] = direct.lookup(pkts[i].dst);
+      bank_.set_reader(labels_[3].c_str());
+      lb_->choose_batch(pkts, ports, n, now);
+    }
     for (uint32_t i = 0; i < n; ++i) {
-      PortId port = direct.lookup(pkts[i].dst);
-      if (RoutingTable::is_group(port)) port = routes_->route_group(port, pkts[i]);
+      PortId port = spreads_ ? ports[i] : direct.lookup(pkts[i].dst);
+      if (!spreads_ && RoutingTable::is_group(port)) port = routes_->route_group(port, pkts[i]);
       if (__builtin_expect(port >= num_ports, 0)) {
         verdicts_.drop_unqueued(pkts[i], kNoRoute, Reason::kNoRoute);
         continue;
@@ -200,17 +219,21 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   std::unique_ptr<ClassifierBase> cls_;
   std::unique_ptr<QueueManagerBase> qm_;
   std::unique_ptr<SchedulerBase> sched_;
+  std::unique_ptr<LoadBalancerBase> lb_;  // null: ECMP inline
+  bool spreads_ = false;                  // lb_ is not flow_hash_only(): it chooses every group's port
+  int num_components_ = 3;
   const RoutingTable* routes_ = nullptr;
   QueueBank bank_;
   Rng rng_;
+  Rng lb_rng_;
   Verdicts verdicts_;
   cache_vector<PortId> ports_;
   cache_vector<QueueId> queues_;
   cache_vector<uint64_t> live_words_;  // output(): the backlogged ports, by bit
   bool single_queue_ = false;          // the classifier puts every packet in queue 0
-  std::vector<StatDesc> stats_;  // the three components' stats, in order
-  std::string labels_[3];        // "queue_manager 'codel' (router 3)": who reads the bank (set_reader)
-  unsigned stat_counts_[3] = {};
+  std::vector<StatDesc> stats_;  // the components' stats, in order
+  std::string labels_[4];        // "queue_manager 'codel' (router 3)": who reads the bank (set_reader)
+  unsigned stat_counts_[4] = {};
 };
 
 }  // namespace flexplane

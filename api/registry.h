@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/classifier.h"
+#include "api/load_balancer.h"
 #include "api/params.h"
 #include "api/queue_manager.h"
 #include "api/router.h"
@@ -33,6 +34,7 @@ template <class Base> struct KindName;
 template <> struct KindName<ClassifierBase> { static const char* get() { return "classifier"; } };
 template <> struct KindName<QueueManagerBase> { static const char* get() { return "queue_manager"; } };
 template <> struct KindName<SchedulerBase> { static const char* get() { return "scheduler"; } };
+template <> struct KindName<LoadBalancerBase> { static const char* get() { return "load_balancer"; } };
 template <> struct KindName<Router> { static const char* get() { return "router"; } };
 
 using ResolvedParams = std::vector<std::pair<std::string, std::string>>;
@@ -216,6 +218,8 @@ class SchemeRegistry {
   FLEXPLANE_REGISTER_(QueueManagerBase, Class, name, doc __VA_OPT__(, ) __VA_ARGS__)
 #define FLEXPLANE_REGISTER_SCHEDULER(Class, name, doc, ...) \
   FLEXPLANE_REGISTER_(SchedulerBase, Class, name, doc __VA_OPT__(, ) __VA_ARGS__)
+#define FLEXPLANE_REGISTER_LOAD_BALANCER(Class, name, doc, ...) \
+  FLEXPLANE_REGISTER_(LoadBalancerBase, Class, name, doc __VA_OPT__(, ) __VA_ARGS__)
 #define FLEXPLANE_REGISTER_ROUTER(Class, name, doc, ...) \
   FLEXPLANE_REGISTER_(Router, Class, name, doc __VA_OPT__(, ) __VA_ARGS__)
 

@@ -79,9 +79,16 @@ class RoutingTable {
     if (dst >= entries_.size() || entries_[dst] == kNoRoute) return {};
     const uint16_t* e = &entries_[dst];
     if (!is_group(*e)) return {e, e + 1};
-    const Group g = groups_[*e - kGroupBase];
+    return group_ports(*e);
+  }
+  // A group entry's ports and index (is_group(e) must hold), for load
+  // balancers other than the flow hash (api/load_balancer.h).
+  Ports group_ports(uint16_t e) const {
+    const Group g = groups_[e - kGroupBase];
     return {ports_.data() + g.first, ports_.data() + g.first + g.count};
   }
+  static uint32_t group_index(uint16_t e) { return static_cast<uint32_t>(e - kGroupBase); }
+  uint32_t salt() const { return salt_; }
   uint32_t num_groups() const { return static_cast<uint32_t>(groups_.size()); }  // distinct ECMP lists
 
  private:

@@ -78,6 +78,7 @@ void list_all() {
   list_components<ClassifierBase>("Classifiers");
   list_components<QueueManagerBase>("Queue managers");
   list_components<SchedulerBase>("Schedulers");
+  list_components<LoadBalancerBase>("Load balancers (routers.<level>.load_balancer; default ecmp)");
   if (!Registry<Router>::instance().all().empty()) list_components<Router>("Generic routers");
   list_components<TopologyKind>("Topology kinds (topology.kind)");
   list_components<TrafficPattern>("Traffic patterns (workload.pattern; parameters are workload keys)");

@@ -1,5 +1,5 @@
-// docs/schemes.md must describe what the registry holds: every classifier, queue manager and
-// scheduler has a "### <kind> `<name>`" section whose parameter rows give each parameter's
+// docs/schemes.md must describe what the registry holds: every classifier, queue manager,
+// scheduler and load balancer has a "### <kind> `<name>`" section whose parameter rows give each parameter's
 // name, type and default as the code declares them, and a meaning that starts with the code's
 // doc; every preset has its row in the presets table. Nothing stale either: no section for a
 // component and no preset row for a scheme that is not registered. Each problem is reported
@@ -140,6 +140,7 @@ std::vector<std::string> doc_problems(const std::vector<std::string>& lines) {
   check_components<ClassifierBase>(lines, problems);
   check_components<QueueManagerBase>(lines, problems);
   check_components<SchedulerBase>(lines, problems);
+  check_components<LoadBalancerBase>(lines, problems);
   check_presets(lines, problems);
   return problems;
 }

@@ -239,7 +239,7 @@ void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::str
 
 // Apply one level of router config (default, tier or name) onto `spec`.
 void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
-  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router"}, file, path);
+  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router", "load_balancer"}, file, path);
   if (node["scheme"]) {
     const std::string scheme = get_string(node, "scheme", "", file, path);
     // Switching scheme resets the components (names and parameters) chosen at
@@ -250,6 +250,8 @@ void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::str
   if (node["classifier"]) parse_component(node["classifier"], spec.classifier, file, path + ".classifier");
   if (node["queue_manager"]) parse_component(node["queue_manager"], spec.queue_manager, file, path + ".queue_manager");
   if (node["scheduler"]) parse_component(node["scheduler"], spec.scheduler, file, path + ".scheduler");
+  // Not part of a scheme: a scheme switch keeps it.
+  if (node["load_balancer"]) parse_component(node["load_balancer"], spec.load_balancer, file, path + ".load_balancer");
   if (node["router"]) {
     ComponentSpec generic;
     parse_component(node["router"], generic, file, path + ".router");

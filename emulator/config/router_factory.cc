@@ -36,6 +36,9 @@ std::unique_ptr<Router> build_router(const RouterSpec& spec, ResolvedRouter* res
         !spec.scheduler.name.empty())
       throw ConfigError(spec.where + ": 'router' (a generic router) excludes 'scheme', 'classifier', "
                         "'queue_manager' and 'scheduler'");
+    if (!spec.load_balancer.name.empty() && spec.load_balancer.name != "ecmp")
+      throw ConfigError(spec.where + ".load_balancer: a generic router ('router') routes by ECMP itself; '" +
+                        spec.load_balancer.name + "' needs a pattern router (scheme or components)");
     out.router = spec.router;
     ParamValues values = spec.router_params;
     values.where = spec.where + ".router";
@@ -58,7 +61,8 @@ std::unique_ptr<Router> build_router(const RouterSpec& spec, ResolvedRouter* res
   auto c = make<ClassifierBase>(spec.classifier, cls, spec.where, &out.classifier, &out.classifier_params);
   auto q = make<QueueManagerBase>(spec.queue_manager, qm, spec.where, &out.queue_manager, &out.queue_manager_params);
   auto s = make<SchedulerBase>(spec.scheduler, sched, spec.where, &out.scheduler, &out.scheduler_params);
-  return std::make_unique<PatternRouter>(std::move(c), std::move(q), std::move(s));
+  auto lb = make<LoadBalancerBase>(spec.load_balancer, "ecmp", spec.where, &out.load_balancer, &out.load_balancer_params);
+  return std::make_unique<PatternRouter>(std::move(c), std::move(q), std::move(s), std::move(lb));
 }
 
 }  // namespace flexplane

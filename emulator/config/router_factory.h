@@ -22,14 +22,15 @@ struct RouterSpec {
   std::string router;  // generic router name, optional; excludes the three below
   ParamValues router_params;
   ComponentSpec classifier, queue_manager, scheduler;
+  ComponentSpec load_balancer;  // empty name: ecmp
 };
 
 // What was actually built, with every parameter resolved (for run metadata).
 struct ResolvedRouter {
   std::string scheme;
   std::string router;
-  std::string classifier, queue_manager, scheduler;
-  ResolvedParams router_params, classifier_params, queue_manager_params, scheduler_params;
+  std::string classifier, queue_manager, scheduler, load_balancer;
+  ResolvedParams router_params, classifier_params, queue_manager_params, scheduler_params, load_balancer_params;
   std::string endpoint_priority = "none";  // what the preset asks endpoints to stamp
   uint8_t request_custom_bytes = 0;        // scheme data per request / verdict (from the preset)
   uint8_t verdict_custom_bytes = 0;

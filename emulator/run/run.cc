@@ -91,6 +91,7 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
     emit_params(y, "classifier", r.classifier, r.classifier_params);
     emit_params(y, "queue_manager", r.queue_manager, r.queue_manager_params);
     emit_params(y, "scheduler", r.scheduler, r.scheduler_params);
+    emit_params(y, "load_balancer", r.load_balancer, r.load_balancer_params);
     y << YAML::EndMap;
   }
   y << YAML::EndMap;
