@@ -169,27 +169,15 @@ class alignas(kCacheLine) PatternRouter final : public Router {
 
   void input_chunk(Packet* pkts, uint32_t n, Timeslot now) {
     verdicts_.set_now(now);
-    // Route; packets with no route are reported and squeezed out of the batch.
-    // Table, port count and output array in locals: the stores below may
-    // alias the members as far as the compiler knows.
-    const RoutingTable::Direct direct = routes_->direct();
-    const PortId num_ports = bank_.num_ports();
-    PortId* const ports = ports_.data();
-    uint32_t m = 0;
+    uint32_t m;
     if (spreads_) {  // the load balancer picks among each group's ports, for the whole batch
-      for (uint32_t i = 0; i < n; ++i) ports[i] = direct.lookup(pkts[i].dst);
+      const RoutingTable::Direct direct = routes_->direct();
+      for (uint32_t i = 0; i < n; ++i) ports_[i] = direct.lookup(pkts[i].dst);
       bank_.set_reader(labels_[3].c_str());
-      lb_->choose_batch(pkts, ports, n, now);
-    }
-    for (uint32_t i = 0; i < n; ++i) {
-      PortId port = spreads_ ? ports[i] : direct.lookup(pkts[i].dst);
-      if (!spreads_ && RoutingTable::is_group(port)) port = routes_->route_group(port, pkts[i]);
-      if (__builtin_expect(port >= num_ports, 0)) {
-        verdicts_.drop_unqueued(pkts[i], kNoRoute, Reason::kNoRoute);
-        continue;
-      }
-      if (m != i) pkts[m] = pkts[i];
-      ports[m++] = port;
+      lb_->choose_batch(pkts, ports_.data(), n, now);
+      m = route_batch<true>(pkts, n);
+    } else {
+      m = route_batch<false>(pkts, n);
     }
     if (!m) return;
     if (!single_queue_) {  // else every packet joins queue 0 (enqueue_batch gets no queues)
@@ -199,6 +187,34 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     }
     bank_.set_reader(labels_[1].c_str());
     if (m) qm_->enqueue_batch(pkts, ports_.data(), single_queue_ ? nullptr : queues_.data(), m, now, verdicts_);
+  }
+
+  // Route (ECMP inline, or the ports the load balancer already wrote into
+  // ports_); packets with no route are reported and squeezed out of the
+  // batch. Returns how many are left. Table, port count and output array in
+  // locals: the stores below may alias the members as far as the compiler knows.
+  template <bool kChosen>
+  uint32_t route_batch(Packet* pkts, uint32_t n) {
+    const RoutingTable::Direct direct = routes_->direct();
+    const PortId num_ports = bank_.num_ports();
+    PortId* const ports = ports_.data();
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      PortId port;
+      if constexpr (kChosen) {
+        port = ports[i];
+      } else {
+        port = direct.lookup(pkts[i].dst);
+        if (RoutingTable::is_group(port)) port = routes_->route_group(port, pkts[i]);
+      }
+      if (__builtin_expect(port >= num_ports, 0)) {
+        verdicts_.drop_unqueued(pkts[i], kNoRoute, Reason::kNoRoute);
+        continue;
+      }
+      if (m != i) pkts[m] = pkts[i];
+      ports[m++] = port;
+    }
+    return m;
   }
 
   // Packets the classifier sent to a queue the port does not have: reported
