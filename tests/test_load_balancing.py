@@ -1,12 +1,14 @@
 """Load balancers from the command line (issue 26; docs/schemes.md, "Load
 balancers"): the permutation config runs, metadata.yaml names each router's
-load balancer with its parameters, scripts/flow_throughput.py summarises the
-runs, and a bad load balancer is refused naming the field."""
+load balancer with its parameters, plots/plot_flow_throughput.py summarises
+and plots the runs, and a bad load balancer is refused naming the field."""
 from __future__ import annotations
 
+import csv
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -14,7 +16,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("FLEXPLANE_BIN_DIR", REPO / "build")) / "flexplane-emulator"
 CONFIG = REPO / "experiments" / "configs" / "load_balancing_permutation.yaml"
-SCRIPT = REPO / "scripts" / "flow_throughput.py"
+SCRIPT = REPO / "plots" / "plot_flow_throughput.py"
 
 
 def test_permutation_runs_are_summarised_per_variant(tmp_path: Path) -> None:
@@ -27,7 +29,12 @@ def test_permutation_runs_are_summarised_per_variant(tmp_path: Path) -> None:
     assert yaml.safe_load((out / "ecmp" / "metadata.yaml").read_text())["routers"]["core0_0"]["load_balancer"] == {
         "name": "ecmp"}
     assert "flowlet_flowlets" in (out / "flowlet" / "scheme_stats.csv").read_text()
-    text = subprocess.run([str(SCRIPT), str(out)], check=True, capture_output=True, text=True, timeout=60).stdout
+    text = subprocess.run([sys.executable, str(SCRIPT), str(out)], check=True, capture_output=True, text=True,
+                          timeout=120).stdout
+    assert (out / "flow_throughput.png").stat().st_size > 0
+    with (out / "flow_throughput_summary.csv").open() as f:
+        summary = {row["variant"]: row for row in csv.DictReader(f)}
+    assert summary["ecmp"]["finished"] == "128" and summary["ecmp"]["retransmits"] == "0"
     lines = text.strip().splitlines()
     assert [line.split()[0] for line in lines] == ["ecmp", "flowlet"]
     for line in lines:
