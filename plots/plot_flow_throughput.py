@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import DataError, ensure_venv, find_variants, read_columns, scheme_colors  # noqa: E402
+from results_io import DataError, ensure_venv, find_runs, read_columns, scheme_colors  # noqa: E402
 
 ensure_venv()
 
@@ -55,10 +55,7 @@ def main() -> int:
     a = ap.parse_args()
     out = a.out or a.results_dir
     try:
-        if (a.results_dir / "flows.csv").is_file():
-            variants = {a.results_dir.name: a.results_dir / "flows.csv"}
-        else:
-            variants = find_variants(a.results_dir, "flows.csv")
+        variants = find_runs(a.results_dir, "flows.csv")
         if not variants:
             raise DataError(f"{a.results_dir}: no flows.csv there or in a folder below it")
         data = {name: summarise(path) for name, path in variants.items()}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import DataError, ensure_venv, find_variants, read_columns, scheme_colors  # noqa: E402
+from results_io import DataError, ensure_venv, find_runs, read_columns, scheme_colors  # noqa: E402
 
 ensure_venv()
 
@@ -56,9 +56,7 @@ def main() -> int:
     a = ap.parse_args()
     out = a.out or a.results_dir
     try:
-        variants = find_variants(a.results_dir, "scheme_stats.csv")
-        if (a.results_dir / "scheme_stats.csv").is_file():
-            variants = {a.results_dir.name: a.results_dir / "scheme_stats.csv"}
+        variants = find_runs(a.results_dir, "scheme_stats.csv")
         if not variants:
             raise DataError(f"{a.results_dir}: no scheme_stats.csv (run with run.occupancy_interval_us > 0 "
                             "and a scheme that exports statistics)")

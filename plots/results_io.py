@@ -52,6 +52,14 @@ def find_variants(results_dir: Path, csv_name: str) -> Dict[str, Path]:
     return found
 
 
+def find_runs(results_dir: Path, csv_name: str) -> Dict[str, Path]:
+    """Like find_variants, but a run folder that holds `csv_name` itself is one run
+    (named after the folder)."""
+    if (results_dir / csv_name).is_file():
+        return {results_dir.name: results_dir / csv_name}
+    return find_variants(results_dir, csv_name)
+
+
 def parse_float(text: str) -> float:
     """Empty / 'nan' / 'NaN' -> nan; anything else must be a number."""
     t = text.strip()
