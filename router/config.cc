@@ -60,6 +60,9 @@ void check_router_mode(const PortSettings& port, const ResolvedRouter& built) {
                       std::to_string(built.request_custom_bytes) +
                       " bytes of endpoint-stamped custom data, which real packets do not carry: router mode cannot "
                       "run it (run.queueing: false forwards without a scheme)");
+  if (!built.load_balancer.empty() && built.load_balancer != "ecmp")  // each port's scheme sees one port
+    throw ConfigError(port.scheme.where + ".load_balancer: router mode picks the output port by its route table "
+                      "(routes:); a load balancer ('" + built.load_balancer + "') only runs in the emulator");
 }
 
 void RouterConfig::validate(std::optional<uint16_t> num_ports) const {

@@ -62,6 +62,10 @@ TEST_CASE("validate: what the start refuses, --check refuses, with its place", "
       {"lstf on one port", "ports: {0: {ip: 10.1.0.1/24}, 1: {ip: 10.2.0.1/24, router: {scheme: lstf}}}\n", nullptr,
        "r.yaml:1:60: ports.1.router: scheme 'lstf' reads 4 bytes of endpoint-stamped custom data, which real packets "
        "do not carry: router mode cannot run it (run.queueing: false forwards without a scheme)"},
+      {"a load balancer (the route table picks ports)", "router: {scheme: droptail, load_balancer: spray}\n" + kPorts,
+       nullptr,
+       "r.yaml:1:9: router.load_balancer: router mode picks the output port by its route table (routes:); a load "
+       "balancer ('spray') only runs in the emulator"},
       {"routes naming a folder", kPorts + "routes: .\n", nullptr, "r.yaml:2:9: routes: '.' is a folder, not a file"},
       {"a gateway with a leading zero", kPorts + "routes: routes.txt\n", "10.9.0.0/16 via 10.1.0.02\n",
        "routes.txt:1: via: '10.1.0.02' is not an IPv4 address (a.b.c.d, each 0..255 without leading zeros)"},
