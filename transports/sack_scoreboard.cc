@@ -4,8 +4,8 @@
 
 namespace flexplane {
 
-SackScoreboard::SackScoreboard(uint32_t dupthresh, uint32_t initial_ring)
-    : dupthresh_(std::max(dupthresh, 1u)), ring_(initial_ring) {
+SackScoreboard::SackScoreboard(uint32_t dupthresh, uint32_t initial_ring, uint32_t max_reordering)
+    : dupthresh_(std::max(dupthresh, 1u)), max_reordering_(max_reordering), ring_(initial_ring) {
   top_.reserve(dupthresh_);
 }
 
@@ -15,7 +15,7 @@ void SackScoreboard::on_send(uint32_t seq, bool retransmit) {
     flags(seq) = 0;
   }
   if (retransmit && seq >= una_ && seq < high_ && !(flags(seq) & (kResent | kSacked))) {
-    flags(seq) |= kResent;
+    flags(seq) |= kResent | kEverResent;
     ++resent_;
   }
 }
@@ -24,6 +24,7 @@ void SackScoreboard::on_cum_ack(uint32_t una) {
   una = std::min(una, high_);
   for (uint32_t s = una_; s < una; ++s) {
     const uint8_t f = flags(s);
+    if (max_reordering_ && !(f & (kSacked | kEverResent)) && s + 1 < fack_) note_reordered(s, fack_);
     if (f & kSacked) --sacked_;
     else if (s < lost_end_) --lost_;
     if (f & kResent) --resent_;
@@ -39,13 +40,26 @@ void SackScoreboard::note_sacked(uint32_t seq) {
   if (top_.size() > dupthresh_) top_.pop_back();
 }
 
+void SackScoreboard::note_reordered(uint32_t seq, uint32_t fack) {
+  const uint32_t degree = std::min(fack - seq - 1, max_reordering_);  // SACKed-or-sent seqs above it
+  if (degree <= dupthresh_) return;
+  dupthresh_ = degree;
+  ++reorder_raises_;
+  top_.clear();  // the dupthresh highest SACKed seqs, from the ring
+  for (uint32_t s = high_; s > una_ && top_.size() < dupthresh_;)
+    if (flags(--s) & kSacked) top_.push_back(s);
+}
+
 uint32_t SackScoreboard::on_sack(const Ack& ack) {
   uint32_t fresh = 0;
+  const uint32_t fack = fack_;  // the highest SACKed before this ACK
   for (uint32_t b = 0; b < ack.sack_count && b < kMaxSackBlocks; ++b) {
     const uint32_t left = std::max(ack.sack[b].left, una_), right = std::min(ack.sack[b].right, high_);
     for (uint32_t s = left; s < right; ++s) {
       uint8_t& f = flags(s);
       if (f & kSacked) continue;
+      if (max_reordering_ && !(f & kEverResent) && s + 1 < fack) note_reordered(s, fack);
+      fack_ = std::max(fack_, s + 1);
       if (s < lost_end_) --lost_;
       if (f & kResent) --resent_;
       f = kSacked;

@@ -19,6 +19,16 @@
 //   first unSACKed seq not yet resent) are cursors that only move forward
 //   between timeouts, because the flags they skip are sticky until then.
 //
+// - Reordering (optional, `max_reordering` > 0; Linux's
+//   tcp_check_sack_reordering): when an ACK SACKs, or cumulatively ACKs, a
+//   seq never resent that lies below the highest seq SACKed before it, that
+//   packet was reordered, not lost; the distance from it to the highest
+//   SACKed seq becomes the loss threshold (dupthresh) if larger, up to
+//   max_reordering. Raising it rebuilds the list of highest SACKed seqs from
+//   the ring (rare: each raise is by at least one). Seqs marked lost stay
+//   lost. Linux also learns from DSACKs and undoes spurious recoveries; not
+//   modelled.
+//
 // Cost: each seq is visited a bounded number of times by the cursors, the
 // boundary and the cumulative ACK; a SACK block is walked over its whole
 // length (O(block) per ACK while holes exist, a few hundred segments at
@@ -36,7 +46,8 @@ namespace flexplane {
 
 class SackScoreboard {
  public:
-  explicit SackScoreboard(uint32_t dupthresh = 3, uint32_t initial_ring = 16);
+  // `max_reordering` 0: dupthresh stays fixed; else it may grow to that.
+  explicit SackScoreboard(uint32_t dupthresh = 3, uint32_t initial_ring = 16, uint32_t max_reordering = 0);
 
   // The sender put `seq` on the wire: new data (seq == high) extends the
   // scoreboard, a retransmission flags the seq as resent.
@@ -64,16 +75,23 @@ class SackScoreboard {
   uint32_t sacked() const { return sacked_; }
   uint32_t lost() const { return lost_; }
   uint32_t resent() const { return resent_; }
+  uint32_t dupthresh() const { return dupthresh_; }
+  uint32_t reorder_raises() const { return reorder_raises_; }  // times reordering raised dupthresh
   uint32_t una() const { return una_; }
   uint32_t high() const { return high_; }
 
  private:
-  static constexpr uint8_t kSacked = 1, kResent = 2;
+  static constexpr uint8_t kSacked = 1, kResent = 2, kEverResent = 4;  // kEverResent: kept through timeouts
   uint8_t flags(uint32_t seq) const { return ring_[seq]; }
   uint8_t& flags(uint32_t seq) { return ring_[seq]; }
   void note_sacked(uint32_t seq);  // keeps the dupthresh highest SACKed seqs
+  // `seq` (never resent) was delivered below `fack`: raise dupthresh to the distance.
+  void note_reordered(uint32_t seq, uint32_t fack);
 
   uint32_t dupthresh_;
+  uint32_t max_reordering_;
+  uint32_t reorder_raises_ = 0;
+  uint32_t fack_ = 0;  // one past the highest seq ever SACKed (0: none)
   uint32_t una_ = 0, high_ = 0;
   uint32_t lost_end_ = 0;   // unSACKed seqs below it are lost
   uint32_t sacked_ = 0, lost_ = 0, resent_ = 0;

@@ -306,3 +306,68 @@ TEST_CASE("sack: configuration", "[transports][sack][config]") {
                       Catch::Contains("sack applies to reno, ecn and dctcp"));
   REQUIRE_THROWS_WITH(Receiver(EcnEcho::kNone, 1, 1, kMaxSackBlocks + 1), Catch::Contains("sack_blocks"));
 }
+
+TEST_CASE("sack scoreboard: reordering seen in SACKs raises the loss threshold (max_reordering)",
+          "[transports][sack][reordering]") {
+  auto sent = [](SackScoreboard& sb, uint32_t n) {
+    for (uint32_t s = 0; s < n; ++s) sb.on_send(s, false);
+  };
+  SECTION("a late packet under the cumulative ACK: the distance to the highest SACKed") {
+    SackScoreboard sb(3, 16, 300), fixed(3, 16, 0);
+    for (SackScoreboard* b : {&sb, &fixed}) {
+      sent(*b, 10);
+      b->on_sack(sack_ack(0, {{3, 5}}));  // two SACKed above 0, 1, 2: none lost yet
+      REQUIRE(b->lost() == 0);
+      b->on_cum_ack(1);                  // 0 arrives late: 3 and 4 overtook it
+    }
+    CHECK(sb.dupthresh() == 4);  // 3 and 4 lie above 0, and 1, 2 were sent between: seqs 1..4
+    CHECK(sb.reorder_raises() == 1);
+    CHECK(fixed.dupthresh() == 3);
+    for (SackScoreboard* b : {&sb, &fixed}) b->on_sack(sack_ack(1, {{3, 6}}));  // 3 SACKed above 1 and 2
+    CHECK(fixed.lost() == 2);  // dupthresh 3: 1 and 2 lost
+    CHECK(sb.lost() == 0);     // dupthresh 4: not yet
+    sb.on_sack(sack_ack(1, {{3, 7}}));
+    CHECK(sb.lost() == 2);
+  }
+  SECTION("a late packet SACKed below the highest SACKed") {
+    SackScoreboard sb(3, 16, 300);
+    sent(sb, 10);
+    sb.on_sack(sack_ack(0, {{4, 6}}));
+    sb.on_sack(sack_ack(0, {{1, 2}, {4, 6}}));  // 1 came after 4 and 5
+    CHECK(sb.dupthresh() == 4);                  // seqs 2..5 above it
+  }
+  SECTION("capped at max_reordering; resent packets teach nothing, even after a timeout") {
+    SackScoreboard sb(3, 16, 5);
+    sent(sb, 12);
+    sb.on_sack(sack_ack(0, {{10, 12}}));
+    sb.on_send(0, true);  // resent (say, by a timeout's go-back)
+    sb.on_timeout();      // clears "resent since the last timeout", not "ever resent"
+    sb.on_cum_ack(1);     // 0: ambiguous, the original or the copy
+    CHECK(sb.dupthresh() == 3);
+    sb.on_cum_ack(2);     // 1: never resent, 10 above it: distance 10, capped at 5
+    CHECK(sb.dupthresh() == 5);
+  }
+  SECTION("off (0): the threshold never moves") {
+    SackScoreboard sb(3, 16, 0);
+    sent(sb, 10);
+    sb.on_sack(sack_ack(0, {{5, 7}}));
+    sb.on_cum_ack(3);
+    CHECK(sb.dupthresh() == 3);
+    CHECK(sb.reorder_raises() == 0);
+  }
+}
+
+TEST_CASE("max_reordering_pkts needs sack and is at least dupack_threshold", "[transports][sack][reordering]") {
+  TransportParams p;
+  p.max_reordering_pkts = 300;
+  CHECK_THROWS_WITH(p.validate("transport"), Catch::Contains("max_reordering_pkts needs sack: true"));
+  p.sack = true;
+  p.validate("transport");
+  p.max_reordering_pkts = 2;
+  CHECK_THROWS_WITH(p.validate("transport"), Catch::Contains("below dupack_threshold 3"));
+  p.max_reordering_pkts = 300;
+  CHECK(resolve_transport(TransportKind::kDctcp, p, 1200).max_reordering_pkts == 300);
+  p.sack = false;
+  p.max_reordering_pkts = 0;
+  CHECK(resolve_transport(TransportKind::kDctcp, p, 1200).max_reordering_pkts == 0);
+}

@@ -30,7 +30,7 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
   cwnd_ = std::min<uint64_t>(std::max<uint64_t>(iw, 1), s_.max_cwnd_pkts) * kUnit;
   ssthresh_ = s_.initial_ssthresh_pkts ? uint64_t{s_.initial_ssthresh_pkts} * kUnit : kUnlimited;
   sent_ = SeqRing<Timeslot>(std::min<uint64_t>(size_, std::max<uint64_t>(2 * iw, 16)));
-  if (s_.sack_blocks > 0 && fast_retransmit_) sb_.emplace(s_.dupack_threshold);
+  if (s_.sack_blocks > 0 && fast_retransmit_) sb_.emplace(s_.dupack_threshold, 16, s_.max_reordering_pkts);
 }
 
 Timeslot TcpSender::rto() const { return fixed_rto_ ? fixed_rto_ : rtt_.rto(); }
@@ -78,7 +78,7 @@ Segment TcpSender::sack_next_segment() {
 
 void TcpSender::sack_maybe_enter_recovery() {
   if (in_recovery_ || snd_una_ < recover_ || high_tx_ == snd_una_) return;
-  if (dupacks_ >= s_.dupack_threshold || sb_->is_lost(snd_una_)) enter_fast_recovery();
+  if (dupacks_ >= sb_->dupthresh() || sb_->is_lost(snd_una_)) enter_fast_recovery();
 }
 
 Timeslot TcpSender::quiet_until(Timeslot now, Timeslot earliest_ack) const {

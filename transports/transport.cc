@@ -49,6 +49,11 @@ void TransportParams::validate(const std::string& where) const {
     throw ConfigError(where + ": max_rto_us is smaller than min_rto_us");
   if (initial_rto_us != 0 && initial_rto_us < min_rto_us)
     throw ConfigError(where + ": initial_rto_us is smaller than min_rto_us (0 means: use min_rto_us)");
+  if (max_reordering_pkts != 0 && !sack)
+    throw ConfigError(where + ": max_reordering_pkts needs sack: true (reordering is seen in SACK blocks)");
+  if (max_reordering_pkts != 0 && max_reordering_pkts < dupack_threshold)
+    throw ConfigError(where + ": max_reordering_pkts " + std::to_string(max_reordering_pkts) +
+                      " is below dupack_threshold " + std::to_string(dupack_threshold) + " (0 turns learning off)");
 }
 
 void TransportParams::validate_for(TransportKind kind, const std::string& where) const {
@@ -86,6 +91,10 @@ const ParamSchema<TransportParams>& transport_param_schema() {
       param(&P::sack_blocks, "sack_blocks",
             "SACK blocks per ACK when sack is on (3: Linux with timestamps; 4: without, as in ns-3 here)",
             {1, kMaxSackBlocks}),
+      param(&P::max_reordering_pkts, "max_reordering_pkts",
+            "with sack: raise the loss threshold to the reordering seen in SACKs, up to this many packets "
+            "(Linux's tcp_max_reordering is 300); 0 = dupack_threshold stays fixed",
+            {0, 1 << 20}),
   });
   return schema;
 }
@@ -116,6 +125,7 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.rto_every_partial_ack = p.rto_every_partial_ack;
   p.validate_for(kind, std::string("transport ") + transport_kind_name(kind) + ": sack");
   s.sack_blocks = p.sack ? p.sack_blocks : 0;
+  s.max_reordering_pkts = p.sack ? p.max_reordering_pkts : 0;
   return s;
 }
 

@@ -98,6 +98,7 @@ struct TransportParams {
   bool rto_every_partial_ack = false;      // NewReno: restart the timer on every partial ACK, not the first only
   bool sack = false;                       // SACK (RFC 2018) with RFC 6675 loss recovery (reno, ecn, dctcp)
   uint32_t sack_blocks = 3;                // SACK blocks per ACK (3: Linux with timestamps; 4: without)
+  uint32_t max_reordering_pkts = 0;        // with sack: learn reordering up to this (Linux: 300); 0 = fixed dupack_threshold
 
   void validate(const std::string& where) const;
   // What depends on the kind too (sack: not for pfabric); `where` names the field.
@@ -123,6 +124,7 @@ struct TransportSettings {
   Timeslot pfabric_rto = 0;                // 0 = 3 × base RTT
   bool rto_every_partial_ack = false;
   uint32_t sack_blocks = 0;                // 0 = no SACK
+  uint32_t max_reordering_pkts = 0;        // 0 = fixed dupack_threshold (SackScoreboard)
 };
 
 // µs -> whole timeslots, rounded up, at least 1.
