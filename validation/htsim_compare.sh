@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Load balancing against htsim (issue 26; docs/validation.md, "Load balancing
-# against htsim"): the k = 8 permutation of
-# experiments/configs/load_balancing_permutation.yaml (128 flows of 2000
-# packets from t = 0) in htsim's UEC transport in its DCTCP mode, with per-flow
-# ECMP (-paths 1) and per-packet spraying (-paths 64), beside flexplane's ecmp
-# and spray_tolerant variants; per-flow throughput (size / FCT) and wall time
-# of each, side by side.
+# flexplane beside htsim (issue 26; docs/validation.md, "Against htsim"):
+# 1. Load balancing: the k = 8 permutation of
+#    experiments/configs/load_balancing_permutation.yaml (128 flows of 2000
+#    packets from t = 0) in htsim's UEC transport in its DCTCP mode, with
+#    per-flow ECMP (-paths 1) and per-packet spraying (-paths 64), beside
+#    flexplane's ecmp and spray_tolerant variants: per-flow throughput
+#    (size / FCT) and wall time of each.
+# 2. Speed: the flows of experiments/configs/fat_tree_k8_dctcp_5ms.yaml (k = 8,
+#    web-search at 50 % load for 5 ms, DCTCP) in both, whole-process wall
+#    times of 5 alternating runs, medians and ranges.
 #
-#   validation/htsim_permutation.sh [--htsim-src DIR] [--work DIR] [--seed N]
+#   validation/htsim_compare.sh [--htsim-src DIR] [--work DIR] [--seed N]
 #
 #   --htsim-src  htsim's sim/ folder (default ../shared/refs/htsim/sim; its
 #                REFERENCE.md: BSD-2, built outside the project tree)
 #   --work       where htsim is built and run (default /tmp/flexplane-htsim)
 #   --seed       htsim's seed (default 13, its own default)
 # Needs build/flexplane-emulator (make), cmake and g++. About 2 minutes the
-# first time (htsim's build), then ~5 s.
+# first time (htsim's build), then ~15 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -26,7 +29,7 @@ while (($#)); do
     --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -92,4 +95,44 @@ for v in ("ecmp", "spray_tolerant"):
     gbps = [int(r["size_bytes"]) * 8 / float(r["fct_us"]) / 1e3 for r in rows if r["finished"] == "1"]
     retx = sum(int(r["retransmits"] or 0) for r in rows)
     line(f"flexplane {v}", gbps, (work / f"flexplane_{v}.wall").read_text().strip(), f"retransmissions {retx}")
+PY
+
+# 2. Speed on the web-search fat tree: flexplane's own flow list, replayed in
+# htsim (start times in microseconds, sizes as above).
+rm -rf "$WORK/websearch"
+build/flexplane-emulator run experiments/configs/fat_tree_k8_dctcp_5ms.yaml --out "$WORK/websearch" --quiet > /dev/null
+python3 - "$WORK/websearch/flows.csv" "$WORK/websearch.cm" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+with open(sys.argv[2], "w") as f:
+    print(f"Nodes 128\nConnections {len(rows)}", file=f)
+    for r in rows:
+        start_us = int(r["start_timeslot"]) * 1.2
+        print(f"{r['src']}->{r['dst']} id {int(r['flow_id']) + 1} start {start_us:.1f} size {int(r['size_pkts']) * 1436}",
+              file=f)
+PY
+ARGS[1]=$WORK/websearch.cm
+: > "$WORK/speed.txt"
+for round in 1 2 3 4 5; do
+  ( cd "$WORK" && /usr/bin/time -f "htsim %e" -a -o "$WORK/speed.txt" "$HTSIM" "${ARGS[@]}" -paths 1 \
+      -o "$WORK/websearch.log" > "$WORK/websearch.out" 2> "$WORK/websearch.err" ) ||
+    { echo "error: htsim web-search run failed: $WORK/websearch.err" >&2; exit 1; }
+  /usr/bin/time -f "flexplane %e" -a -o "$WORK/speed.txt" build/flexplane-emulator run \
+    experiments/configs/fat_tree_k8_dctcp_5ms.yaml --out "$WORK/websearch" --quiet > /dev/null
+done
+python3 - "$WORK" <<'PY'
+import re, statistics, sys
+from pathlib import Path
+work = Path(sys.argv[1])
+done = len(re.findall(r"finished at", (work / "websearch.out").read_text()))
+flows = sum(1 for _ in open(work / "websearch" / "flows.csv")) - 1
+t = {"htsim": [], "flexplane": []}
+for line in (work / "speed.txt").read_text().split("\n"):
+    if line.strip():
+        name, secs = line.split()
+        t[name].append(float(secs))
+h, f = statistics.median(t["htsim"]), statistics.median(t["flexplane"])
+print(f"web-search k = 8 ({flows} flows; htsim finished {done}): wall s, median (range) of 5: "
+      f"htsim {h:.2f} ({min(t['htsim']):.2f}-{max(t['htsim']):.2f}), "
+      f"flexplane {f:.2f} ({min(t['flexplane']):.2f}-{max(t['flexplane']):.2f}): flexplane {h / f:.1f}x faster")
 PY
