@@ -65,9 +65,13 @@ def test_every_request_gets_one_verdict(tmp_path, load_args):
 
 
 def test_a_late_point_says_so(tmp_path):
-    # A threshold of 0 marks any late timeslot; one the engine can't keep: 64 endpoints
-    # at 10 Gbit/s offered 4 packets per endpoint per timeslot.
-    p = capacity(["--load", "4", "--duration-s", "0.2", "--warmup-s", "0", "--late-threshold", "0"], tmp_path, CONFIG)
+    # A threshold of 0 marks any late timeslot; one the engine can't keep: 64 endpoints at
+    # 10 Gbit/s, each keeping 16 requests outstanding against a NIC queue of 8, so the
+    # queues overflow whatever pace a loaded machine gives the feeder and the engine.
+    cfg = tmp_path / "overloaded.yaml"
+    cfg.write_text(CONFIG.read_text().replace("endpoint_queue_pkts: 4096", "endpoint_queue_pkts: 8"))
+    assert "endpoint_queue_pkts: 8" in cfg.read_text()
+    p = capacity(["--backlog", "16", "--duration-s", "0.2", "--warmup-s", "0", "--late-threshold", "0"], tmp_path, cfg)
     assert p.returncode == 0, p.stderr
     r = yaml.safe_load((tmp_path / "out" / "capacity.yaml").read_text())
     assert r["late_fraction"] > 0 and r["status"] == "late"
