@@ -111,13 +111,15 @@ Receiver::Acks Receiver::on_data(uint32_t seq, bool ce, bool cwr, Timeslot now) 
 
   if (have(seq) || seq > rcv_nxt_) {
     // A duplicate, or a packet beyond a hole: ACK at once (duplicate ACK).
-    if (seq > rcv_nxt_ && !have(seq)) {
+    const bool duplicate = !(seq > rcv_nxt_ && !have(seq));
+    if (!duplicate) {
       ++stats_.out_of_order;
       remember(seq);
     } else {
       ++stats_.duplicates;
     }
     out.push(make_ack(seq, ece));
+    out.ack[out.n - 1].dsack = duplicate && sack_blocks_ > 0;  // RFC 2883: tell the sender it came twice
     pending_ = 0;
     delack_deadline_ = kNever;
     return out;

@@ -14,6 +14,9 @@
 //   simply echoes its packet's CE bit.
 // - Out-of-order packets are remembered in a bitset that grows with the
 //   highest seq seen beyond the hole; in-order flows never allocate it.
+// - D-SACK (RFC 2883), with SACK: an ACK answering a packet that had already
+//   arrived says so (Ack::dsack), so the sender can tell a spurious
+//   retransmission.
 // - SACK (RFC 2018 §4, `sack_blocks` > 0): the first block is the run of
 //   out-of-order packets holding the packet that triggered the ACK (none if
 //   it advanced the cumulative ACK), then the runs reported most recently,
@@ -68,7 +71,9 @@ class Receiver {
   // answer with complete_ack(), identically (receiver_test.cc).
   bool idle() const { return pending_ == 0 && delack_deadline_ == kNever; }
   bool ece_latched() const { return ece_latched_; }
-  static Ack complete_ack(EcnEcho echo, uint32_t size, uint32_t seq, bool ce, bool cwr, bool* ece_latched) {
+  // `sack`: the flow's receiver would put SACK information (here: the D-SACK flag) on it.
+  static Ack complete_ack(EcnEcho echo, uint32_t size, uint32_t seq, bool ce, bool cwr, bool* ece_latched,
+                          bool sack = false) {
     bool ece = false;
     if (echo == EcnEcho::kRfc3168) {
       if (cwr) *ece_latched = false;
@@ -77,7 +82,9 @@ class Receiver {
     } else if (echo == EcnEcho::kPerPacket) {
       ece = ce;  // nothing pending: the state follows this packet
     }
-    return Ack{size, seq, ece};  // no hole: no SACK blocks
+    Ack a{size, seq, ece};  // no hole: no SACK blocks
+    a.dsack = sack;         // every packet has arrived: this one is a duplicate
+    return a;
   }
 
  private:

@@ -136,11 +136,13 @@ TEST_CASE("receiver: once complete, complete_ack answers late duplicates as the 
         const uint32_t seq = next(size);
         const bool ce = next(2), cwr = next(3) == 0;
         const Receiver::Acks a = r.on_data(seq, ce, cwr, now++);
-        const Ack b = Receiver::complete_ack(echo, size, seq, ce, cwr, &latched);
+        const Ack b = Receiver::complete_ack(echo, size, seq, ce, cwr, &latched, true);
         REQUIRE(a.n == 1);
         REQUIRE(a.ack[0].cum_ack == b.cum_ack);
         REQUIRE(a.ack[0].trigger_seq == b.trigger_seq);
         REQUIRE(a.ack[0].ece == b.ece);
+        REQUIRE(a.ack[0].dsack);  // a duplicate, with SACK on (D-SACK, RFC 2883)
+        REQUIRE(b.dsack);
         REQUIRE(a.ack[0].sack_count == 0);
         REQUIRE(b.sack_count == 0);
         REQUIRE(latched == r.ece_latched());

@@ -50,6 +50,10 @@ void SackScoreboard::note_reordered(uint32_t seq, uint32_t fack) {
     if (flags(--s) & kSacked) top_.push_back(s);
 }
 
+void SackScoreboard::on_dsack(uint32_t seq) {
+  if (max_reordering_ && seq + 1 < fack_) note_reordered(seq, fack_);
+}
+
 uint32_t SackScoreboard::on_sack(const Ack& ack) {
   uint32_t fresh = 0;
   const uint32_t fack = fack_;  // the highest SACKed before this ACK

@@ -24,10 +24,11 @@
 //   seq never resent that lies below the highest seq SACKed before it, that
 //   packet was reordered, not lost; the distance from it to the highest
 //   SACKed seq becomes the loss threshold (dupthresh) if larger, up to
-//   max_reordering. Raising it rebuilds the list of highest SACKed seqs from
-//   the ring (rare: each raise is by at least one). Seqs marked lost stay
-//   lost. Linux also learns from DSACKs and undoes spurious recoveries; not
-//   modelled.
+//   max_reordering; so does a D-SACK (the receiver got a seq twice: its
+//   retransmission was spurious). Raising it rebuilds the list of highest
+//   SACKed seqs from the ring (rare: each raise is by at least one). Seqs
+//   marked lost stay lost. Linux also undoes a spurious recovery's window
+//   cut; not modelled.
 //
 // Cost: each seq is visited a bounded number of times by the cursors, the
 // boundary and the cumulative ACK; a SACK block is walked over its whole
@@ -57,6 +58,10 @@ class SackScoreboard {
   // Record the ACK's SACK blocks (clamped to [una, high)); returns how many
   // seqs were newly SACKed.
   uint32_t on_sack(const Ack& ack);
+  // A D-SACK: `seq` arrived twice, so its retransmission was spurious (the
+  // original was reordered): with max_reordering, learn the distance from it
+  // to the highest SACKed seq (Linux does the same from a D-SACK block).
+  void on_dsack(uint32_t seq);
   // Every unSACKed seq below `end` is lost from now on.
   void mark_lost_below(uint32_t end);
   // Retransmission timeout: every unSACKed seq is lost and none counts as

@@ -49,8 +49,10 @@ TEST_CASE("sack receiver: the block of the triggering packet first, then the mos
   a = r.on_data(1, false, false, 10).ack[0];  // advances the cumulative ACK: no block of its own
   REQUIRE(a.cum_ack == 3);
   REQUIRE(blocks(a) == std::vector<SackBlock>{{4, 7}, {8, 9}});
+  REQUIRE(!a.dsack);
   a = r.on_data(8, false, false, 11).ack[0];  // a duplicate above the hole: its block first
   REQUIRE(blocks(a) == std::vector<SackBlock>{{8, 9}, {4, 7}});
+  REQUIRE(a.dsack);  // and it says it came twice (RFC 2883)
   a = r.on_data(3, false, false, 12).ack[0];
   REQUIRE(a.cum_ack == 7);
   REQUIRE(blocks(a) == std::vector<SackBlock>{{8, 9}});
@@ -61,6 +63,7 @@ TEST_CASE("sack receiver: the block of the triggering packet first, then the mos
   Receiver plain(EcnEcho::kNone);
   plain.on_data(0, false, false, 0);
   REQUIRE(plain.on_data(2, false, false, 1).ack[0].sack_count == 0);
+  REQUIRE(!plain.on_data(0, false, false, 2).ack[0].dsack);  // nor the D-SACK flag
 }
 
 TEST_CASE("sack receiver: long runs across bitset words", "[transports][sack]") {
@@ -307,7 +310,7 @@ TEST_CASE("sack: configuration", "[transports][sack][config]") {
   REQUIRE_THROWS_WITH(Receiver(EcnEcho::kNone, 1, 1, kMaxSackBlocks + 1), Catch::Contains("sack_blocks"));
 }
 
-TEST_CASE("sack scoreboard: reordering seen in SACKs raises the loss threshold (max_reordering)",
+TEST_CASE("sack scoreboard: reordering seen in SACKs and D-SACKs raises the loss threshold (max_reordering)",
           "[transports][sack][reordering]") {
   auto sent = [](SackScoreboard& sb, uint32_t n) {
     for (uint32_t s = 0; s < n; ++s) sb.on_send(s, false);
@@ -346,6 +349,21 @@ TEST_CASE("sack scoreboard: reordering seen in SACKs raises the loss threshold (
     CHECK(sb.dupthresh() == 3);
     sb.on_cum_ack(2);     // 1: never resent, 10 above it: distance 10, capped at 5
     CHECK(sb.dupthresh() == 5);
+  }
+  SECTION("a D-SACK: the retransmission was spurious, the original reordered") {
+    SackScoreboard sb(3, 16, 300), off(3, 16, 0);
+    for (SackScoreboard* b : {&sb, &off}) {
+      sent(*b, 12);
+      b->on_sack(sack_ack(0, {{3, 9}}));  // 0, 1, 2 lost (6 SACKed above)
+      for (uint32_t s = 0; s < 3; ++s) b->on_send(s, true);
+      b->on_cum_ack(9);                  // the originals of 0-2 arrive: ambiguous, nothing learned
+      REQUIRE(b->dupthresh() == 3);
+      b->on_dsack(0);                    // then the copy of 0: it came twice
+    }
+    CHECK(sb.dupthresh() == 8);  // seqs 1..8 lie between it and the highest SACKed
+    CHECK(off.dupthresh() == 3);
+    sb.on_dsack(20);             // above everything SACKed: nothing to learn
+    CHECK(sb.reorder_raises() == 1);
   }
   SECTION("off (0): the threshold never moves") {
     SackScoreboard sb(3, 16, 0);

@@ -182,6 +182,7 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
   uint32_t fresh_sacks = 0;
   if (sb_) {
     if (acked) sb_->on_cum_ack(snd_una_);
+    if (a.dsack) sb_->on_dsack(a.trigger_seq);
     fresh_sacks = sb_->on_sack(a);
     stats_.sacked_segments += fresh_sacks;
   }

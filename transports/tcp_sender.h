@@ -26,7 +26,7 @@
 //   data; recovery starts on `dupack_threshold` of them or once the head is
 //   lost (dupack_threshold SACKed packets above it), sets ssthresh as above
 //   (with `max_reordering_pkts` the threshold grows to the reordering the
-//   SACKs show, as Linux's tcp_reordering: SackScoreboard);
+//   SACKs and D-SACKs show, as Linux's tcp_reordering: SackScoreboard);
 //   and cwnd = ssthresh (no inflation), resends the head at once and then
 //   sends while pipe < cwnd, choosing by NextSeg: lost packets first, then
 //   new data, then (in recovery) unSACKed packets not yet resent. A partial

@@ -30,7 +30,7 @@ bool ack_less(const Ack& a, const Ack& b) {
   for (uint32_t i = 0; i < a.sack_count && i < kMaxSackBlocks; ++i)
     if (a.sack[i].left != b.sack[i].left || a.sack[i].right != b.sack[i].right)
       return std::tie(a.sack[i].left, a.sack[i].right) < std::tie(b.sack[i].left, b.sack[i].right);
-  return false;
+  return a.dsack < b.dsack;  // last: ACKs that differ only in it act alike unless the sender learns reordering
 }
 
 EcnEcho ecn_echo_for(TransportKind k) {
@@ -92,7 +92,7 @@ const ParamSchema<TransportParams>& transport_param_schema() {
             "SACK blocks per ACK when sack is on (3: Linux with timestamps; 4: without, as in ns-3 here)",
             {1, kMaxSackBlocks}),
       param(&P::max_reordering_pkts, "max_reordering_pkts",
-            "with sack: raise the loss threshold to the reordering seen in SACKs, up to this many packets "
+            "with sack: raise the loss threshold to the reordering seen in SACKs and D-SACKs, up to this many packets "
             "(Linux's tcp_max_reordering is 300); 0 = dupack_threshold stays fixed",
             {0, 1 << 20}),
   });

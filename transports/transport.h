@@ -66,6 +66,7 @@ struct Ack {
   uint32_t trigger_seq = 0;  // the data seq whose arrival produced this ACK (RTT sample, like
                              // an echoed timestamp: the sender knows when it sent it)
   bool ece = false;          // ECN echo
+  bool dsack = false;        // with SACK: trigger_seq had arrived before (RFC 2883's D-SACK, as a flag)
   uint8_t sack_count = 0;    // blocks in use (0 unless the transport has `sack: true`)
   SackBlock sack[kMaxSackBlocks];  // first: the block holding trigger_seq, then the most recently reported
 };

@@ -86,13 +86,16 @@ TEST_CASE("load balancing: spraying with reordering-tolerant senders runs a perm
   CHECK(tolerant.gbps.front() > 8.0);
   CHECK(tolerant.gbps.front() > 1.5 * ecmp.gbps.front());
   CHECK(tolerant.retransmits < 100);
-  // SACK recovery at a fixed threshold of 3 fares no better; learning the reordering from the
-  // SACKs (max_reordering_pkts) removes most spurious retransmissions, not all (no DSACK, no undo).
+  // SACK recovery at a fixed threshold of 3 fares no better; learning the reordering from
+  // SACKs and D-SACKs (max_reordering_pkts) removes nearly all spurious retransmissions and
+  // brings every flow close to the fixed threshold of 50 (the first reorderings are still
+  // taken for losses: no undo).
   const PermutationResult &sack = res["spray_sack"], &learning = res["spray_learning"];
   CHECK(sack.retransmits > 1000);
-  CHECK(learning.retransmits < sack.retransmits / 2);
+  CHECK(learning.retransmits < sack.retransmits / 5);
   CHECK(learning.retransmits > 0);
-  CHECK(learning.gbps[64] > sack.gbps[64] + 1.0);
+  CHECK(learning.gbps[64] > sack.gbps[64] + 2.0);
+  CHECK(learning.gbps.front() > 1.5 * ecmp.gbps.front());
 }
 
 TEST_CASE("load balancing: sprayed runs are the same on 1 and 3 cores", "[outputs][load_balancer][determinism]") {

@@ -520,7 +520,8 @@ class ClosedLoopSink final : public TrafficSink {
     Receiver::Acks acks;
     if (!r && s.delivered == f.size_pkts) {
       bool latched = sh_.complete_ece[p.flow];
-      acks.push(Receiver::complete_ack(echo_, f.size_pkts, p.seq, p.ce(), p.flags & kFlagCwr, &latched));
+      acks.push(Receiver::complete_ack(echo_, f.size_pkts, p.seq, p.ce(), p.flags & kFlagCwr, &latched,
+                                       sh_.settings.sack_blocks > 0));
       sh_.complete_ece[p.flow] = latched;
       return acks;
     }
