@@ -102,7 +102,7 @@ TEST_CASE("load balancing: sprayed runs are the same on 1 and 3 cores", "[output
   Experiment e = load_experiment(FLEXPLANE_SOURCE_DIR "/experiments/configs/load_balancing_permutation.yaml");
   const fs::path out = fs::temp_directory_path() / "flexplane_load_balancing_cores";
   fs::remove_all(out);
-  for (const char* variant : {"spray", "round_robin", "flowlet", "least_queue"}) {
+  for (const char* variant : {"spray", "round_robin", "flowlet", "least_queue", "spray_learning"}) {
     INFO("variant " << variant);
     std::string first;
     for (uint32_t cores : {1u, 3u}) {
