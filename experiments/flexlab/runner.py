@@ -159,7 +159,7 @@ class Runner:
                                fallback=c["lab"]["fallback"], bypass=c["lab"]["bypass"], window=c["lab"]["window"],
                                bin_dir=self.bin, scratch=scratch, ipv6=c["lab"]["ipv6"],
                                cc=c["transport"]["cc"], qemu=c["qemu"], inventory=self.inventory,
-                               trace_stages=c["lab"]["trace_stages"])
+                               trace_stages=c["lab"]["trace_stages"], queue_at=c["lab"]["queue_at"])
         emu_ip, host_ips = backend.addresses(settings)
         cfg = emulator_config(c, spec.seed, hosts, self.exp.path)
         cfg["live"]["emulator_ip"], cfg["live"]["endpoint_ips"] = emu_ip, host_ips

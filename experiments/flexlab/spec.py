@@ -167,6 +167,9 @@ SCHEMA: dict[str, Any] = {
                     check=_bypass_check),
         "window": F(int, 4096, "protocol requests in flight per endpoint (power of two)", lo=1, hi=32768),
         "ipv6": F(bool, False, "hosts also get IPv6 addresses fd77::<10+i>, held like IPv4 (workloads use IPv4)"),
+        "queue_at": F(str, "fabric", "netns backend: where packets are held: fabric (the bridge's FORWARD chain; "
+                      "needs br_netfilter) or host (each host's own POSTROUTING, as the qdisc holds them)",
+                      choices=("fabric", "host")),
         "trace_stages": F(bool, False, "netns backend: the emulator and every endpoint record each packet's times "
                           "(stages.csv, requests.csv; scripts/live_stages.py; docs/live.md)"),
     },
@@ -400,6 +403,8 @@ def _check_transport(c: dict, where: str) -> None:
                                                         if b == "hosts" else ")"))
         if c["lab"]["ipv6"]:
             raise SpecError(f"{where}lab.ipv6: not supported on backend {b} yet (hosts are IPv4 only)")
+        if c["lab"]["queue_at"] != "fabric":
+            raise SpecError(f"{where}lab.queue_at: netns backend only (on backend {b} the qdisc holds packets)")
         if c["lab"]["trace_stages"]:
             raise SpecError(f"{where}lab.trace_stages: not supported on backend {b} yet (the qdisc does not "
                             "record its packets' times; netns's NFQUEUE endpoints do)")

@@ -112,6 +112,7 @@ class LabSettings:
     qemu: dict = field(default_factory=dict)  # the experiment's qemu section (backend qemu)
     inventory: Any = None  # flexlab.inventory.Inventory (backend hosts: --inventory)
     trace_stages: bool = False  # lab.trace_stages: endpoints write requests.csv (netns backend)
+    queue_at: str = "fabric"    # lab.queue_at (netns backend): fabric | host
 
 
 class Backend(ABC):

@@ -99,6 +99,8 @@ class NetnsBackend(Backend):
     def _fabric(self, s: LabSettings) -> None:
         _run(["ip", "-n", self.fab, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0"])
         _run(["ip", "-n", self.fab, "link", "set", "br0", "up"])
+        if s.queue_at == "host":
+            return  # held in the hosts' own namespaces (_queue_rules): no bridge netfilter needed
         # Bridged IPv4 through iptables (FORWARD): where packets are queued.
         for key in ("net.bridge.bridge-nf-call-iptables=1", "net.bridge.bridge-nf-call-ip6tables=1"):
             p = _run(["ip", "netns", "exec", self.fab, "sysctl", "-qw", key], check=False)
@@ -114,14 +116,21 @@ class NetnsBackend(Backend):
         _run(["ip", "-n", ns, "link", "set", iface, "up"])
 
     def _queue_rules(self, i: int, s: LabSettings) -> None:
-        match = ["-A", "FORWARD", "-m", "physdev", "--physdev-in", f"p{i}"]
-        ipt = ["ip", "netns", "exec", self.fab, "iptables"] + match
+        """Host i's packets to NFQUEUE queue i: where they cross the bridge
+        (queue_at fabric), or on their way out of the host's eth0 (queue_at
+        host: after routing, where the qdisc would hold them). The protocol's
+        own packets to the emulator pass either way."""
+        if s.queue_at == "host":
+            ns, match = self.host_ns(i), ["-t", "mangle", "-A", "POSTROUTING", "-o", "eth0"]
+        else:
+            ns, match = self.fab, ["-A", "FORWARD", "-m", "physdev", "--physdev-in", f"p{i}"]
+        ipt = ["ip", "netns", "exec", ns, "iptables"] + match
         _run(ipt + ["-p", "udp", "-d", EMULATOR_IP, "--dport", str(EMULATOR_PORT), "-j", "ACCEPT"])
         # fail open: with no endpoint listening the kernel lets packets through.
         queue = ["-j", "NFQUEUE", "--queue-num", str(i)] + (["--queue-bypass"] if s.fallback == "open" else [])
         _run(ipt + queue)
         if s.ipv6:
-            _run(["ip", "netns", "exec", self.fab, "ip6tables"] + match + queue)
+            _run(["ip", "netns", "exec", ns, "ip6tables"] + match + queue)
 
     def down(self) -> None:
         mine = [self.fab, self.emu] + self.hosts
@@ -142,7 +151,8 @@ class NetnsBackend(Backend):
     def endpoint_argv(self, i: int, config: Path, out_dir: Path, s: LabSettings) -> list[str]:
         """flexplane-nfq-endpoint for host i: its queue in the fabric, its protocol socket on eth0."""
         argv = [str(s.bin_dir / "flexplane-nfq-endpoint"), "--config", str(config), "--id", str(i),
-                "--queue", str(i), "--queue-netns", self.fab, "--out", str(out_dir / f"h{i}"),
+                "--queue", str(i), "--queue-netns", self.fab if s.queue_at == "fabric" else self.host_ns(i),
+                "--out", str(out_dir / f"h{i}"),
                 "--hold-ms", str(s.hold_ms), "--fallback", s.fallback, "--window", str(s.window),
                 "--hints", self.hints_path(s, i)]
         if s.ipv6:
