@@ -110,4 +110,4 @@ part "packing results"
 find "$W" -type f -size +4M -printf '(left out, over 4 MB: %p %s bytes)\n' | head -20
 tar -C "$W" --exclude='*.pcap' -czf "$RES/results.tar.gz" --exclude-from=<(find "$W" -type f -size +4M -printf '%P\n') . \
   && ls -la "$RES"
-echo "done at t=${SECONDS}s"
+echo "done at t=${SECONDS}s"; sleep 1
