@@ -12,7 +12,8 @@
 # $PREFIX (default /opt/flexplane-device): scripts/device_run.sh copies the
 # folder there first. Also carried: the DPDK drivers the lab loads
 # (af_packet, af_xdp, vdev bus, ring mempool; device_run.sh links them where
-# Debian's EAL looks for plugins) and iptables' extensions (XTABLES_LIBDIR).
+# Debian's EAL looks for plugins), libxdp's programs and iptables'
+# extensions (XTABLES_LIBDIR).
 # Needs patchelf (apt-get install patchelf). About 40 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,10 @@ for so in bus_vdev mempool_ring net_af_packet net_af_xdp; do
   ln -s "../lib/librte_$so.so.23" "$OUT/pmds/librte_$so.so"
 done
 cp $ARCH_LIB/xtables/*.so "$OUT/xtables/"
+# libxdp's AF_XDP programs (net_af_xdp; device_run.sh sets LIBXDP_OBJECT_PATH).
+mkdir -p "$OUT/bpf" && cp $ARCH_LIB/bpf/xsk_def_xdp_prog*.o $ARCH_LIB/bpf/xdp-dispatcher.o "$OUT/bpf/"
+# A baseline for A/B runs there: OLD_STATIC=path/to/an/older/static/emulator.
+[[ -n ${OLD_STATIC:-} ]] && cp "$OLD_STATIC" "$OUT/bin/flexplane-emulator-static-old"
 
 # Every library any of them loads (the loader too), copied once.
 libs() { ldd "$1" 2>/dev/null | awk '/=> \// {print $3} /^\t\/lib64/ {print $1}'; }

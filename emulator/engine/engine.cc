@@ -9,6 +9,7 @@
 #include "api/params.h"
 #include "emulator/engine/engine_nodes.h"
 #include "emulator/engine/lookahead.h"
+#include "emulator/engine/pace_clock.h"
 
 namespace flexplane {
 
@@ -33,16 +34,20 @@ void Engine::run_core(Core& core, Timeslot begin) {
   const Timeslot sample_every = options_.occupancy_interval;
   if (skip_idle)  // everyone runs the first timeslot and says whether it needs the next
     for (auto& n : core.nodes) core.wake_soon(begin, n->index);
+  // Real time: the clock is read every timeslot and while waiting for the
+  // next, so it is the TSC kept on CLOCK_MONOTONIC (pace_clock.h), not a
+  // clock_gettime() per read.
+  PaceClock clock(real_time ? pace_ns_per_tick_ : 1.0);
   if (timed) core.timer.start();
   for (Timeslot t = begin; t < end_.load(std::memory_order_relaxed); ++t) {
     if (real_time) {
       const int64_t deadline = start_ns_ + static_cast<int64_t>((t - start_slot_) * options_.timeslot_ns);
-      int64_t now = wall_ns();
+      int64_t now = clock.now();
       const int64_t early = deadline - static_cast<int64_t>(options_.max_lead_ns) - now;
       if (early > 0) {
         if (options_.sleep_when_ahead && early > options_.sleep_threshold_ns)
           std::this_thread::sleep_for(std::chrono::nanoseconds(early - static_cast<int64_t>(options_.sleep_threshold_ns / 2)));
-        while (wall_ns() < deadline - static_cast<int64_t>(options_.max_lead_ns)) cpu_relax();
+        while (clock.now() < deadline - static_cast<int64_t>(options_.max_lead_ns)) cpu_relax();
       } else {
         const int64_t lag = now - deadline;
         if (lag > options_.timeslot_ns) core.late.store(core.late.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -201,6 +206,7 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
     }
   }
   start_slot_ = begin;
+  if (options_.clock == Clock::kRealTime) pace_ns_per_tick_ = PaceClock::calibrate(2000000);  // 2 ms, once a run
   start_ns_ = wall_ns() + 1000000;  // real time: 1 ms for the cores to start
   ThreadLauncher threads;
   if (!launcher) launcher = &threads;

@@ -238,6 +238,7 @@ class Engine {
   uint64_t first_done_check_ = 0;     // index of this run's first checkpoint (nothing to decide there)
   bool stopped_when_done_ = false;
   int64_t start_ns_ = 0;          // real time: wall clock of timeslot `start_slot_`
+  double pace_ns_per_tick_ = 1.0; // real time: the TSC's rate, measured at start (pace_clock.h)
   Timeslot start_slot_ = 0;
 };
 

@@ -58,6 +58,7 @@ struct CpuNoise {
   double gap_fraction = 0;  // of the spin time, worst CPU
   double gaps_per_s = 0;    // worst CPU
   double worst_gap_us = 0;
+  double clock_read_ns = 0;  // one clock_gettime(CLOCK_MONOTONIC), mean over the spin, worst CPU
 };
 
 CpuNoise measure_cpu_noise(const std::vector<int>& cpus, double seconds) {
@@ -69,8 +70,8 @@ CpuNoise measure_cpu_noise(const std::vector<int>& cpus, double seconds) {
       const auto t0 = clk::now(), end = t0 + std::chrono::nanoseconds(static_cast<int64_t>(seconds * 1e9));
       auto prev = t0;
       double lost_ns = 0, worst = 0;
-      uint64_t gaps = 0;
-      for (auto now = clk::now(); now < end; now = clk::now()) {
+      uint64_t gaps = 0, reads = 0;
+      for (auto now = clk::now(); now < end; now = clk::now(), ++reads) {
         const double g = std::chrono::duration<double, std::nano>(now - prev).count();
         prev = now;
         if (g > 5000) {
@@ -79,7 +80,7 @@ CpuNoise measure_cpu_noise(const std::vector<int>& cpus, double seconds) {
           worst = std::max(worst, g);
         }
       }
-      per[i] = CpuNoise{lost_ns / (seconds * 1e9), gaps / seconds, worst / 1000};
+      per[i] = CpuNoise{lost_ns / (seconds * 1e9), gaps / seconds, worst / 1000, seconds * 1e9 / std::max<uint64_t>(reads, 1)};
     });
     pin_to_cpu(spinners.back(), cpus[i]);
   }
@@ -89,6 +90,7 @@ CpuNoise measure_cpu_noise(const std::vector<int>& cpus, double seconds) {
     worst.gap_fraction = std::max(worst.gap_fraction, n.gap_fraction);
     worst.gaps_per_s = std::max(worst.gaps_per_s, n.gaps_per_s);
     worst.worst_gap_us = std::max(worst.worst_gap_us, n.worst_gap_us);
+    worst.clock_read_ns = std::max(worst.clock_read_ns, n.clock_read_ns);
   }
   return worst;
 }
@@ -275,7 +277,8 @@ int capacity_impl(const CapacityArgs& a) {
   y << YAML::Key << "check_seconds" << YAML::Value << a.noise_check_s;
   y << YAML::Key << "gap_fraction" << YAML::Value << noise.gap_fraction;
   y << YAML::Key << "gaps_per_second" << YAML::Value << noise.gaps_per_s;
-  y << YAML::Key << "worst_gap_us" << YAML::Value << noise.worst_gap_us << YAML::EndMap;
+  y << YAML::Key << "worst_gap_us" << YAML::Value << noise.worst_gap_us;
+  y << YAML::Key << "clock_read_ns" << YAML::Value << noise.clock_read_ns << YAML::EndMap;
   y << YAML::Key << "max_offer_lag_us" << YAML::Value << s.max_offer_lag_ns / 1000.0;
   y << YAML::Key << "requests" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "offered" << YAML::Value << s.offered;

@@ -13,12 +13,6 @@ namespace flexplane {
 
 namespace {
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 constexpr uint32_t kMaxOffersPerLoop = 256;  // then collect: verdicts never wait behind a long burst of offers
 
 }  // namespace
@@ -164,7 +158,7 @@ void SyntheticEndpoints::offer_backlogged(uint64_t now) {
 void SyntheticEndpoints::collect() {
   for (;;) {
     const size_t k = traffic_.collect(vbuf_.data(), vbuf_.size(), feeder_);
-    const uint64_t now = k ? mono_ns() : 0;
+    const uint64_t now = k ? static_cast<uint64_t>(clock_.now()) : 0;
     for (size_t i = 0; i < k; ++i) {
       const LiveVerdict& v = vbuf_[i];
       const int32_t l = v.pkt.src < local_of_.size() ? local_of_[v.pkt.src] : -1;
@@ -206,11 +200,11 @@ void SyntheticEndpoints::run(const std::atomic<int>& phase) {
     if (ph == kQuit) return;
     if (period) {
       uint64_t t;
-      while ((t = mono_ns()) < next_loop) spin::cpu_relax();
+      while ((t = static_cast<uint64_t>(clock_.now())) < next_loop) spin::cpu_relax();
       next_loop = t + period;
     }
     if (ph == kOffer && !mine_.empty()) {
-      const uint64_t now = mono_ns();
+      const uint64_t now = static_cast<uint64_t>(clock_.now());
       if (load_.backlog_pkts)
         offer_backlogged(now);
       else

@@ -31,6 +31,7 @@
 
 #include "api/reason.h"
 #include "api/rng.h"
+#include "emulator/engine/pace_clock.h"
 #include "emulator/synthetic/latency_histogram.h"
 #include "emulator/traffic/live_traffic.h"
 
@@ -124,6 +125,7 @@ class SyntheticEndpoints {
   std::vector<LiveVerdict> vbuf_;
   std::atomic<bool> drained_{false};
   SyntheticStats stats_;
+  PaceClock clock_;  // read every loop: the TSC kept on CLOCK_MONOTONIC (pace_clock.h)
 
   static constexpr uint32_t kSentSlots = 2048;
 };
