@@ -12,6 +12,7 @@
 
 #include "api/params.h"
 #include "api/router.h"
+#include "emulator/engine/spin_wait.h"
 #include "emulator/traffic/closed_loop_internal.h"
 #include "emulator/traffic/closed_loop_nic.h"
 #include "emulator/traffic/flow_traffic.h"
@@ -189,9 +190,7 @@ struct TimerEntry {
 
 inline void relax(unsigned& spins) {
   if (++spins < 128) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    spin::cpu_relax();
     return;
   }
   std::this_thread::yield();  // the group we wait for may share our CPU

@@ -67,3 +67,22 @@ def test_short_experiment_end_to_end(tmp_path, lab_bins, prefix):
     for stem in ("fct_by_size", "fct_tradeoff", "queue_timeseries", "queue_cdf"):
         assert (out / f"{stem}.png").stat().st_size > 10000
         assert len(list(csv.reader(open(out / f"{stem}.csv")))) > 1
+
+
+def test_packets_held_in_the_hosts_namespaces(tmp_path, lab_bins, prefix):
+    """lab.queue_at host: NFQUEUE in each host's POSTROUTING (no bridge
+    netfilter); the same accounting holds and CE marks reach the receiver."""
+    exp = tmp_path / "host_queue.yaml"
+    text = EXPERIMENT.replace("drain_s: 10", "drain_s: 10\nlab: {queue_at: host}")
+    exp.write_text(text[:text.index("variants:")] + "variants:\n  dctcp_k2_ecn:\n"
+                   "    routers: {default: {scheme: dctcp, queue_manager: {k_pkts: 2}}}\n    transport: {ecn: true}\n")
+    out = tmp_path / "results"
+    p = lab("run", str(exp), "--out", str(out), "--prefix", prefix, bins=lab_bins, timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert namespaces(prefix) == []
+    s = yaml.safe_load((out / "dctcp_k2_ecn" / "r0" / "summary.yaml").read_text())
+    w, e, ep = s["workload"], s["emulator"], s["endpoints"]
+    assert w["requests"] >= 20 and w["ok"] == w["requests"], w
+    assert e["verdicts"] == ep["verdicts"] == ep["requests"] == e["requests"] > 0
+    assert ep["packets_held"] == ep["packets_released"] + ep["packets_marked"] + ep["packets_dropped"]
+    assert e["marks"] > 0 and e["marks"] == ep["packets_marked"]

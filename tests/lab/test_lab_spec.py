@@ -35,6 +35,8 @@ CASES = [
     ({"backend": "qemu", "transport": "{cc: vegas}"}, "transport.cc: 'vegas' is not available on backend qemu"),
     ({"backend": "qemu", "lab": "{bypass: ['udp:53']}"}, "lab.bypass: not supported on backend qemu"),
     ({"backend": "qemu", "lab": "{trace_stages: true}"}, "lab.trace_stages: not supported on backend qemu"),
+    ({"backend": "qemu", "lab": "{queue_at: host}"}, "lab.queue_at: netns backend only"),
+    ({"lab": "{queue_at: nic}"}, "lab.queue_at: 'nic' is not one of"),
     ({"emulator": "{late_threshold: 2}"}, "emulator.late_threshold"),
     ({"backend": "qemu", "qemu": "{memory_mb: 64}"}, "qemu.memory_mb: 64 is below the minimum"),
     ({"backend": "qemu", "qemu": "{vcpus: 2}"}, "qemu.vcpus: unknown key"),
