@@ -3,10 +3,14 @@
 //
 // Why: the real-time engine reads the clock once per timeslot and again
 // while it waits for the next (1.2 us at 10 Gbit/s), as do the capacity
-// experiment's synthetic endpoints. clock_gettime() costs ~20 ns where the
-// kernel reads the TSC in the vDSO, but on some virtual machines (the lent
-// 16-core one, issue 22) it costs far more, and one read per timeslot was
-// what kept one engine core from pacing 1.2 us timeslots at all.
+// experiment's synthetic endpoints. clock_gettime() is a vDSO read of the
+// TSC where the kernel's clocksource is `tsc` (22 ns on the project's VM, 41
+// on the lent 16-core machine, capacity.yaml's cpu_noise.clock_read_ns), but
+// a system call of a microsecond or more where it is not (hpet, acpi_pm, a
+// kvm-clock without a stable TSC) -- a timeslot's whole budget. Reading the
+// TSC costs ~10 ns here (where it does not trap). (On the lent machine, where the clocksource
+// was `tsc`, an A/B of the capacity experiment was inside its noise:
+// docs/performance/live.md.)
 //
 // How: each PaceClock (one per thread: no shared lines) keeps an anchor, a
 // (TSC, CLOCK_MONOTONIC) pair, and converts TSC ticks since it. It takes a
