@@ -21,6 +21,7 @@ namespace flexplane {
 // one (its cross-core ports are busy): often enough to catch quiet spells,
 // rarely enough to cost < 1 % of a timeslot.
 inline constexpr Timeslot kPromiseRecheck = 16;
+inline constexpr Timeslot kPromiseBackoffMax = 1024;
 
 struct Engine::Node {
   virtual ~Node() = default;
@@ -74,6 +75,7 @@ struct Engine::Core {
   bool promising = false;
   std::vector<Timeslot> promise_scratch;  // by core
   Timeslot next_promise_check = 0;
+  Timeslot promise_backoff = kPromiseRecheck;  // grows while refreshes extend nothing
   Timeslot promised_min = 0;  // smallest promise published to a downstream core
   CoreSyncStats sync;
   bool may_yield = true;  // shares a CPU with other engine cores (see back_off)
@@ -147,6 +149,7 @@ struct Engine::Core {
   void refresh_promises(Timeslot t) {
     plan.promises(t, promise_scratch);
     Timeslot soonest = kNoRemoteTraffic;
+    bool extended = false;
     for (const auto& n : downstream) {
       const uint32_t d = n.core->id;
       const Timeslot p = promise_scratch[d];
@@ -155,12 +158,20 @@ struct Engine::Core {
         promise_to[d].before.store(p, std::memory_order_release);
         ++sync.promises_published;
         published = p;
+        extended = true;
       }
       soonest = std::min(soonest, published);
     }
     promised_min = soonest;
-    // Far-reaching promises are renewed shortly before they run out.
-    next_promise_check = soonest > t + 3 * kPromiseRecheck ? soonest - 2 * kPromiseRecheck : t + kPromiseRecheck;
+    // Far-reaching promises are renewed shortly before they run out. Where
+    // traffic leaves the core every few timeslots no promise reaches past
+    // the watermark, and working them out (plan.promises walks every
+    // cross-core link's inputs) is wasted: the interval doubles after each
+    // refresh that extended nothing, up to kPromiseBackoffMax, and is back
+    // to kPromiseRecheck after one that did. Outputs never depend on
+    // promises, only how often cores read each other's watermarks.
+    promise_backoff = extended ? kPromiseRecheck : std::min(2 * promise_backoff, kPromiseBackoffMax);
+    next_promise_check = soonest > t + 3 * kPromiseRecheck ? soonest - 2 * kPromiseRecheck : t + promise_backoff;
   }
 };
 
