@@ -27,6 +27,11 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
   } else if (base_rtt > 0) {
     rtt_.sample(base_rtt);  // what the handshake would have measured
   }
+  if (s_.kind == TransportKind::kSwift) {
+    if (base_rtt == 0)
+      throw ConfigError("transport swift: the path's base RTT is unknown, so there is no target delay");
+    swift_target_ = base_rtt + s_.swift_target_delay;
+  }
   cwnd_ = std::min<uint64_t>(std::max<uint64_t>(iw, 1), s_.max_cwnd_pkts) * kUnit;
   ssthresh_ = s_.initial_ssthresh_pkts ? uint64_t{s_.initial_ssthresh_pkts} * kUnit : kUnlimited;
   sent_ = SeqRing<Timeslot>(std::min<uint64_t>(size_, std::max<uint64_t>(2 * iw, 16)));
@@ -150,11 +155,32 @@ void TcpSender::handle_dupack() {
   if (fast_retransmit_ && dupacks_ == s_.dupack_threshold && snd_una_ >= recover_) enter_fast_recovery();
 }
 
-void TcpSender::maybe_sample_rtt(uint32_t trigger, uint32_t cum_ack, Timeslot now) {
-  if (fixed_rto_ || trigger < snd_una_ || trigger >= cum_ack) return;
+Timeslot TcpSender::maybe_sample_rtt(uint32_t trigger, uint32_t cum_ack, Timeslot now) {
+  if (fixed_rto_ || trigger < snd_una_ || trigger >= cum_ack) return 0;
   const Timeslot sent = sent_[trigger];
-  if (sent & kRetxBit) return;  // Karn: ambiguous
+  if (sent & kRetxBit) return 0;  // Karn: ambiguous
   rtt_.sample(now - sent);
+  return now - sent;
+}
+
+// Swift (SIGCOMM 2020, Algorithm 1, without pacing below one packet or the
+// flow- and topology-based target scaling): additive increase while the
+// delay is below the target, a multiplicative decrease in proportion to the
+// excess otherwise, at most once per RTT (the sample's own).
+void TcpSender::swift_adjust(uint32_t acked, Timeslot delay, Timeslot now) {
+  if (delay == 0) return;  // no sample on this ACK
+  if (delay < swift_target_) {
+    const double w = std::max(static_cast<double>(cwnd_) / kUnit, 1.0);
+    cwnd_ += static_cast<uint64_t>(s_.swift_ai_pkts * acked / w * kUnit + 0.5);
+  } else if (!swift_decreased_ || now - swift_last_decrease_ >= delay) {
+    const double excess = static_cast<double>(delay - swift_target_) / static_cast<double>(delay);
+    const double factor = std::max(1 - s_.swift_beta * excess, 1 - s_.swift_max_mdf);
+    cwnd_ = std::max<uint64_t>(static_cast<uint64_t>(static_cast<double>(cwnd_) * factor), kUnit);
+    swift_last_decrease_ = now;
+    swift_decreased_ = true;
+    ++stats_.delay_reductions;
+  }
+  cwnd_ = std::min(cwnd_, window_cap());
 }
 
 void TcpSender::restart_timer(Timeslot now) {
@@ -173,8 +199,9 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
   const uint32_t acked = a.cum_ack - snd_una_;
   if (acked == 0 && high_tx_ == snd_una_) return;  // nothing outstanding: a late duplicate
   if (a.ece) ++stats_.ece_acks;
+  Timeslot delay = 0;
   if (acked) {
-    maybe_sample_rtt(a.trigger_seq, a.cum_ack, now);
+    delay = maybe_sample_rtt(a.trigger_seq, a.cum_ack, now);
     snd_una_ = a.cum_ack;
     snd_nxt_ = std::max(snd_nxt_, snd_una_);
     consecutive_timeouts_ = 0;
@@ -235,7 +262,10 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
     }
   } else {
     dupacks_ = 0;
-    if (!reduced && snd_una_ > ecn_recover_) grow(acked);
+    if (s_.kind == TransportKind::kSwift)
+      swift_adjust(acked, delay, now);
+    else if (!reduced && snd_una_ > ecn_recover_)
+      grow(acked);
     if (sb_) sack_maybe_enter_recovery();  // the new head may already have enough SACKed above it
   }
   restart_timer(now);

@@ -67,6 +67,7 @@ struct SenderStats {
   uint64_t partial_acks = 0;
   uint64_t timeouts = 0;
   uint64_t ecn_reductions = 0;     // window cuts on ECE
+  uint64_t delay_reductions = 0;   // swift: window cuts on delay above the target
   uint64_t ece_acks = 0;
   uint64_t dup_acks = 0;
   uint64_t stale_acks = 0;         // below snd_una: reordered or duplicated ACKs, ignored
@@ -107,6 +108,7 @@ class TcpSender {
   uint64_t cwnd_units() const { return cwnd_; }
   uint32_t cwnd_pkts() const { return static_cast<uint32_t>(cwnd_ / kCwndUnit); }
   uint64_t ssthresh_units() const { return ssthresh_; }
+  Timeslot swift_target() const { return swift_target_; }
   uint32_t snd_una() const { return snd_una_; }
   uint32_t snd_nxt() const { return snd_nxt_; }
   uint32_t high_tx() const { return high_tx_; }
@@ -133,7 +135,9 @@ class TcpSender {
   void handle_dupack();
   void restart_timer(Timeslot now);
   void record_sent(uint32_t seq, Timeslot now, bool retransmit);
-  void maybe_sample_rtt(uint32_t trigger_seq, uint32_t cum_ack, Timeslot now);
+  // The ACK's RTT sample (0 if it has none: a retransmission, or pfabric).
+  Timeslot maybe_sample_rtt(uint32_t trigger_seq, uint32_t cum_ack, Timeslot now);
+  void swift_adjust(uint32_t acked, Timeslot delay, Timeslot now);
   bool sack_can_send() const;
   Segment sack_next_segment();
   void sack_maybe_enter_recovery();
@@ -142,6 +146,9 @@ class TcpSender {
   uint32_t size_;
   bool fast_retransmit_;     // false for pfabric
   Timeslot fixed_rto_ = 0;   // pfabric: no estimator, no backoff
+  Timeslot swift_target_ = 0;          // swift: base RTT + target delay
+  Timeslot swift_last_decrease_ = 0;   // swift: at most one decrease per RTT
+  bool swift_decreased_ = false;
 
   // Sequence space (packets): [snd_una, snd_nxt) in flight, high_tx = highest sent + 1.
   uint32_t snd_una_ = 0, snd_nxt_ = 0, high_tx_ = 0;

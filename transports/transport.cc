@@ -11,7 +11,8 @@ TransportKind parse_transport_kind(const std::string& s, const std::string& wher
   if (s == "ecn") return TransportKind::kEcn;
   if (s == "dctcp") return TransportKind::kDctcp;
   if (s == "pfabric") return TransportKind::kPfabric;
-  throw ConfigError(where + ": unknown transport '" + s + "' (known: reno, ecn, dctcp, pfabric)");
+  if (s == "swift") return TransportKind::kSwift;
+  throw ConfigError(where + ": unknown transport '" + s + "' (known: reno, ecn, dctcp, pfabric, swift)");
 }
 
 const char* transport_kind_name(TransportKind k) {
@@ -20,6 +21,7 @@ const char* transport_kind_name(TransportKind k) {
     case TransportKind::kEcn: return "ecn";
     case TransportKind::kDctcp: return "dctcp";
     case TransportKind::kPfabric: return "pfabric";
+    case TransportKind::kSwift: return "swift";
   }
   return "reno";
 }
@@ -91,6 +93,13 @@ const ParamSchema<TransportParams>& transport_param_schema() {
       param(&P::sack_blocks, "sack_blocks",
             "SACK blocks per ACK when sack is on (3: Linux with timestamps; 4: without, as in ns-3 here)",
             {1, kMaxSackBlocks}),
+      param(&P::swift_target_delay_us, "swift_target_delay_us",
+            "swift: queueing delay the window aims for, above the path's base RTT", {0.001, 1e9}),
+      param(&P::swift_ai_pkts, "swift_ai_pkts", "swift: additive increase per window of ACKs below the target",
+            {1e-3, 1000}),
+      param(&P::swift_beta, "swift_beta", "swift: decrease factor per share of the delay above the target",
+            {1e-3, 1}),
+      param(&P::swift_max_mdf, "swift_max_mdf", "swift: largest multiplicative decrease at once", {1e-3, 1}),
       param(&P::max_reordering_pkts, "max_reordering_pkts",
             "with sack: raise the loss threshold to the reordering seen in SACKs and D-SACKs, up to this many packets "
             "(Linux's tcp_max_reordering is 300); 0 = dupack_threshold stays fixed",
@@ -126,6 +135,10 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   p.validate_for(kind, std::string("transport ") + transport_kind_name(kind) + ": sack");
   s.sack_blocks = p.sack ? p.sack_blocks : 0;
   s.max_reordering_pkts = p.sack ? p.max_reordering_pkts : 0;
+  s.swift_target_delay = us_to_timeslots(p.swift_target_delay_us, timeslot_ns);
+  s.swift_ai_pkts = p.swift_ai_pkts;
+  s.swift_beta = p.swift_beta;
+  s.swift_max_mdf = p.swift_max_mdf;
   return s;
 }
 

@@ -22,6 +22,13 @@
 //            ACKed data, cwnd × (1 − alpha/2) once per window on ECE.
 //   pfabric  pFabric's minimal rate control: start with a BDP window (line rate),
 //            no fast retransmit, a small fixed RTO, slow start from 1 after a timeout.
+//   swift    Swift's delay-based window (Kumar et al., SIGCOMM 2020): each ACK's
+//            RTT sample against a target delay (the path's base RTT + a fabric
+//            target): below it, additive increase of swift_ai_pkts per window;
+//            above it, a multiplicative decrease by beta x the excess share of the
+//            delay (at most max_mdf), at most once per RTT. No slow start, no ECN;
+//            losses as reno (fast retransmit, RTO). The window stays >= 1
+//            packet (Swift paces below 1; flexplane does not pace yet).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +39,7 @@
 
 namespace flexplane {
 
-enum class TransportKind : uint8_t { kReno, kEcn, kDctcp, kPfabric };
+enum class TransportKind : uint8_t { kReno, kEcn, kDctcp, kPfabric, kSwift };
 TransportKind parse_transport_kind(const std::string& s, const std::string& where);
 const char* transport_kind_name(TransportKind k);
 inline bool transport_uses_ecn(TransportKind k) { return k == TransportKind::kEcn || k == TransportKind::kDctcp; }
@@ -100,6 +107,10 @@ struct TransportParams {
   bool sack = false;                       // SACK (RFC 2018) with RFC 6675 loss recovery (reno, ecn, dctcp)
   uint32_t sack_blocks = 3;                // SACK blocks per ACK (3: Linux with timestamps; 4: without)
   uint32_t max_reordering_pkts = 0;        // with sack: learn reordering up to this (Linux: 300); 0 = fixed dupack_threshold
+  double swift_target_delay_us = 10;       // swift: queueing delay aimed for above the path's base RTT
+  double swift_ai_pkts = 1;                // swift: additive increase per window of ACKs below the target
+  double swift_beta = 0.8;                 // swift: multiplicative decrease per share of delay above the target
+  double swift_max_mdf = 0.5;              // swift: largest decrease at once (cwnd x (1 - max_mdf))
 
   void validate(const std::string& where) const;
   // What depends on the kind too (sack: not for pfabric); `where` names the field.
@@ -126,6 +137,10 @@ struct TransportSettings {
   bool rto_every_partial_ack = false;
   uint32_t sack_blocks = 0;                // 0 = no SACK
   uint32_t max_reordering_pkts = 0;        // 0 = fixed dupack_threshold (SackScoreboard)
+  Timeslot swift_target_delay = 1;         // above the base RTT
+  double swift_ai_pkts = 1;
+  double swift_beta = 0.8;
+  double swift_max_mdf = 0.5;
 };
 
 // µs -> whole timeslots, rounded up, at least 1.
