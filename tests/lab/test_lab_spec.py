@@ -92,3 +92,27 @@ def test_realtime_priority_only_where_the_engine_can_sleep():
     assert realtime_priority(cfg(1)) == 0
     assert realtime_priority(cfg(0.2, apkt=9000)) == 20  # 360 us
     assert realtime_priority(cfg(0.05, prio=0)) == 0
+
+
+def test_a_machine_that_refuses_sched_fifo_runs_without(monkeypatch, capsys):
+    """EPERM from sched_setscheduler (a VM or container without real-time
+    budget, even as root) is the machine's limit: the run goes on under
+    normal scheduling, says so, and records no real-time thread; any other
+    failure still stops the run naming the field."""
+    import os
+    from flexlab import runner
+    from flexlab.errors import LabError
+
+    def refuse(*_):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    assert runner._realtime_engine(os.getpid(), 20) == []
+    said = capsys.readouterr()
+    assert "refuses SCHED_FIFO" in said.out + said.err
+
+    def broken(*_):
+        raise OSError(22, "Invalid argument")
+    monkeypatch.setattr(os, "sched_setscheduler", broken)
+    import pytest
+    with pytest.raises(LabError, match="emulator.realtime_priority"):
+        runner._realtime_engine(os.getpid(), 20)
