@@ -31,6 +31,51 @@ struct File {
 
 }  // namespace
 
+// One row at a time into a buffer with std::to_chars, written in large
+// blocks: flows.csv can have millions of rows, and fprintf's formatting of
+// doubles was most of a many-flow run's output phase (docs/performance/
+// outputs-memory.md). to_chars with a precision gives exactly printf's
+// "%.Nf" (both round the exact binary value), so the file is the same.
+class RowWriter {
+ public:
+  explicit RowWriter(FILE* f) : f_(f), buf_(kFlushAt + 512), p_(buf_.data()) {}
+  ~RowWriter() { flush(); }
+  RowWriter(const RowWriter&) = delete;
+  RowWriter& operator=(const RowWriter&) = delete;
+  RowWriter& u(uint64_t v) {
+    p_ = std::to_chars(p_, end(), v).ptr;
+    return *this;
+  }
+  RowWriter& fixed(double v, int precision) {
+    p_ = std::to_chars(p_, end(), v, std::chars_format::fixed, precision).ptr;
+    return *this;
+  }
+  RowWriter& c(char ch) {
+    *p_++ = ch;
+    return *this;
+  }
+  RowWriter& s(const char* text) {
+    while (*text) *p_++ = *text++;
+    return *this;
+  }
+  // After each row: out to the file once the buffer is nearly full.
+  void end_row() {
+    *p_++ = '\n';
+    if (static_cast<size_t>(p_ - buf_.data()) >= kFlushAt) flush();
+  }
+  void flush() {
+    std::fwrite(buf_.data(), 1, static_cast<size_t>(p_ - buf_.data()), f_);
+    p_ = buf_.data();
+  }
+
+ private:
+  static constexpr size_t kFlushAt = 1 << 16;  // a row is well under the 512 bytes of slack
+  char* end() { return buf_.data() + buf_.size(); }
+  FILE* f_;
+  std::vector<char> buf_;
+  char* p_;
+};
+
 void write_flows_csv(const std::string& path, const Topology& topology, double timeslot_ns, uint32_t packet_bytes,
                      const FlowTraffic& traffic, const std::vector<uint32_t>& lost_per_flow) {
   File out(path);
@@ -42,6 +87,7 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
   const std::vector<SenderOutcome>& outcomes = traffic.sender_outcomes();  // empty: open loop
   const auto& flows = traffic.flows();
   const auto& states = traffic.states();
+  RowWriter w(out.f);
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];
     const FlowState& s = states[i];
@@ -51,44 +97,44 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
     Topology::Path path;
     const bool reachable = topology.find_path(f.src, f.dst, f.id, &path);
     const double ideal = (f.size_pkts + path.latency) * ts_us;
-    auto opt = [&](double v, const char* fmt) {
-      if (reachable) std::fprintf(out.f, fmt, v);
+    auto opt = [&](double v, int precision) {
+      if (reachable) w.fixed(v, precision);
     };
-    std::fprintf(out.f, "%u,%u,%u,%u,%llu,%llu,", f.id, f.src, f.dst, f.size_pkts,
-                 static_cast<unsigned long long>(f.size_pkts) * packet_bytes,
-                 static_cast<unsigned long long>(f.start));
+    w.u(f.id).c(',').u(f.src).c(',').u(f.dst).c(',').u(f.size_pkts).c(',');
+    w.u(uint64_t{f.size_pkts} * packet_bytes).c(',').u(f.start).c(',');
     if (done) {
       const double fct = (s.finish - f.start + 1) * ts_us;
-      std::fprintf(out.f, "%llu,%.4f,%.4f,", static_cast<unsigned long long>(s.finish), f.start * ts_us, fct);
-      opt(ideal, "%.4f");
-      std::fprintf(out.f, ",");
-      opt(fct / ideal, "%.6f");
-      std::fprintf(out.f, ",1,");
+      w.u(s.finish).c(',').fixed(f.start * ts_us, 4).c(',').fixed(fct, 4).c(',');
+      opt(ideal, 4);
+      w.c(',');
+      opt(fct / ideal, 6);
+      w.s(",1,");
     } else {
-      std::fprintf(out.f, ",%.4f,,", f.start * ts_us);
-      opt(ideal, "%.4f");
-      std::fprintf(out.f, ",,0,");
+      w.c(',').fixed(f.start * ts_us, 4).s(",,");
+      opt(ideal, 4);
+      w.s(",,0,");
     }
-    std::fprintf(out.f, "%u,%u,%u,", s.delivered, s.marked, lost_per_flow[i]);
+    w.u(s.delivered).c(',').u(s.marked).c(',').u(lost_per_flow[i]).c(',');
     // In-network view: from the first packet leaving the source NIC, so the
     // wait behind earlier flows in the source's FIFO NIC is excluded.
     const Timeslot sent = traffic.first_sent()[i];
-    if (sent == FlowTraffic::kNotSent)
-      std::fprintf(out.f, ",,,");
-    else if (!done)
-      std::fprintf(out.f, "%llu,,,", static_cast<unsigned long long>(sent));
-    else {
+    if (sent == FlowTraffic::kNotSent) {
+      w.s(",,,");
+    } else if (!done) {
+      w.u(sent).s(",,,");
+    } else {
       const double net = (s.finish - sent + 1) * ts_us;
-      std::fprintf(out.f, "%llu,%.4f,", static_cast<unsigned long long>(sent), net);
-      opt(net / ideal, "%.6f");
-      std::fprintf(out.f, ",");
+      w.u(sent).c(',').fixed(net, 4).c(',');
+      opt(net / ideal, 6);
+      w.c(',');
     }
     // Closed loop: what the sender did (filled when its last packet was ACKed); open loop: empty.
     if (!outcomes.empty() && outcomes[i].segments_sent)
-      std::fprintf(out.f, "%u,%u,%u,%u\n", outcomes[i].segments_sent, outcomes[i].retransmits, outcomes[i].timeouts,
-                   outcomes[i].ecn_reductions);
+      w.u(outcomes[i].segments_sent).c(',').u(outcomes[i].retransmits).c(',').u(outcomes[i].timeouts).c(',')
+          .u(outcomes[i].ecn_reductions);
     else
-      std::fprintf(out.f, ",,,\n");
+      w.s(",,,");
+    w.end_row();
   }
 }
 
