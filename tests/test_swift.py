@@ -25,6 +25,8 @@ run: {duration_ms: 50, occupancy_interval_us: 12}
 variants:
   swift: {}
   reno: {transport: {kind: reno}}
+  swift_paced: {transport: {pacing_gain: 1}}
+  dctcp_paced: {transport: {kind: dctcp, pacing_gain: 1.2}, routers: {default: {scheme: dctcp, queue_manager: {k_pkts: 20}}}}
 """
 
 
@@ -64,16 +66,20 @@ def test_swift_holds_the_incast_queue_near_its_target(tmp_path):
     assert sum(int(f["retransmits"]) for f in csv.DictReader(open(re_ / "flows.csv"))) > 0
 
 
-def test_swift_same_outputs_on_1_and_2_cores(tmp_path):
+def test_swift_and_pacing_same_outputs_on_1_and_2_cores(tmp_path):
+    """Paced senders wake on their own timers (the lookahead must know when):
+    the runs are the same on 1 and 2 cores, and every flow finishes."""
     cfg = setup(tmp_path)
     cfg.write_text(CONFIG.replace("topology: {kind: single_rack, endpoints: 9}",
                                   "topology: {kind: leaf_spine, racks: 2, endpoints_per_rack: 5, spines: 2}"))
-    outs = []
-    for cores in ("1", "2"):
-        p = run(cfg, tmp_path / f"c{cores}", "--variant", "swift", "--cores", cores)
-        assert p.returncode == 0, p.stderr
-        outs.append((tmp_path / f"c{cores}" / "swift" / "flows.csv").read_text())
-    assert outs[0] == outs[1]
+    for v in ("swift", "swift_paced", "dctcp_paced"):
+        outs = []
+        for cores in ("1", "2"):
+            p = run(cfg, tmp_path / f"{v}{cores}", "--variant", v, "--cores", cores)
+            assert p.returncode == 0, p.stderr
+            outs.append((tmp_path / f"{v}{cores}" / v / "flows.csv").read_text())
+        assert outs[0] == outs[1], v
+        assert all(r["finished"] == "1" for r in csv.DictReader(outs[0].splitlines())), v
 
 
 def test_bad_swift_parameter_is_named(tmp_path):

@@ -110,3 +110,59 @@ TEST_CASE("swift: needs the path's base RTT", "[transports][swift]") {
   const TransportSettings st = resolve_transport(TransportKind::kSwift, p, 1200);
   REQUIRE(st.swift_target_delay == 10);
 }
+
+TEST_CASE("pacing: segments leave srtt / (gain x cwnd) apart, not as a burst", "[transports][pacing]") {
+  // Base RTT 40 (20 each way), initial window 10: unpaced, the window leaves
+  // one segment per timeslot (t = 0..9); paced at gain 1, one every
+  // 40 / 10 = 4 timeslots (t = 0, 4, ..., 36), exactly, before any ACK.
+  LoopConfig c;
+  c.forward_delay = 20;
+  c.reverse_delay = 20;
+  for (const double gain : {0.0, 1.0}) {
+    TransportSettings st = reno_settings(10);
+    st.pacing_gain = gain;
+    TcpSender s(st, 1000, 40);
+    Receiver r(EcnEcho::kNone);
+    TestLoop loop(s, r, c);
+    loop.run_until(40);
+    REQUIRE(loop.sent.size() == 10);
+    for (size_t i = 0; i < loop.sent.size(); ++i) REQUIRE(loop.sent[i].t == (gain > 0 ? 4 * i : i));
+    // The RTO did not move: a paced wait is not a timeout.
+    REQUIRE(s.stats().timeouts == 0);
+  }
+}
+
+TEST_CASE("pacing: a paced sender says when it will send next (timer, lookahead)", "[transports][pacing]") {
+  TransportSettings st = reno_settings(10);
+  st.pacing_gain = 1;
+  TcpSender s(st, 1000, 40);
+  REQUIRE(s.next_send(0).has_value());
+  REQUIRE(s.can_send());                 // the window has room...
+  REQUIRE_FALSE(s.next_send(1).has_value());  // ...but the pacer does not
+  REQUIRE(s.timer_deadline() == 4);      // the owner wakes it then
+  REQUIRE(s.quiet_until(1, kNever) == 4);
+  REQUIRE(s.next_send(4).has_value());
+}
+
+TEST_CASE("swift paced: the window may fall below one packet, unpaced it stops at one", "[transports][swift][pacing]") {
+  // A bottleneck at 1/64 of line rate with a target of 2 timeslots over the
+  // base RTT: the delay stays far above the target. Unpaced, cwnd stops at 1
+  // packet; paced, it keeps falling (to the 1/1024 unit) and the sender then
+  // sends less than one packet per RTT.
+  for (const double gain : {0.0, 1.0}) {
+    TransportSettings st = swift_settings(16, 2);
+    st.pacing_gain = gain;
+    TcpSender s(st, 400, kBaseRtt);
+    Receiver r(EcnEcho::kNone);
+    LoopConfig c;
+    c.service_every = 64;
+    TestLoop loop(s, r, c);
+    loop.run_until(20000);
+    uint64_t lowest = ~uint64_t{0};
+    for (const auto& a : loop.acks) lowest = std::min(lowest, a.cwnd_units);
+    if (gain > 0)
+      REQUIRE(lowest < TcpSender::kCwndUnit);
+    else
+      REQUIRE(lowest == TcpSender::kCwndUnit);
+  }
+}

@@ -1,6 +1,7 @@
 #include "transports/tcp_sender.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace flexplane {
 
@@ -40,12 +41,32 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
 
 Timeslot TcpSender::rto() const { return fixed_rto_ ? fixed_rto_ : rtt_.rto(); }
 
+Timeslot TcpSender::paced_until() const {
+  return s_.pacing_gain > 0 ? static_cast<Timeslot>(std::ceil(next_pace_)) : 0;
+}
+
+Timeslot TcpSender::timer_deadline() const {
+  const Timeslot pace = paced_until();
+  return pace > 0 && can_send() ? std::min(rto_deadline_, pace) : rto_deadline_;
+}
+
+// The gap to the next segment: srtt / (gain x cwnd), fractional timeslots
+// carried over so the average rate is exact. No RTT yet (no base RTT
+// either): no gap.
+void TcpSender::pace_after_send(Timeslot now) {
+  if (s_.pacing_gain <= 0) return;
+  const double srtt = static_cast<double>(rtt_.srtt_x8()) / 8;
+  const double cwnd = static_cast<double>(cwnd_) / kUnit;
+  const double gap = srtt > 0 ? srtt / (s_.pacing_gain * cwnd) : 0;
+  next_pace_ = std::max(next_pace_, static_cast<double>(now)) + gap;
+}
+
 bool TcpSender::can_send() const {
   if (done()) return false;
   if (rtx_pending_) return true;
   if (sb_) return sack_can_send();
   if (snd_nxt_ >= size_) return false;
-  uint64_t window = cwnd_ / kUnit;
+  uint64_t window = std::max<uint64_t>(cwnd_ / kUnit, 1);  // below 1 (paced swift): one in flight
   // RFC 3042 limited transmit: one new segment for each of the first two
   // duplicate ACKs, so a small window still gets to three; never beyond the
   // receive window.
@@ -55,7 +76,7 @@ bool TcpSender::can_send() const {
 }
 
 bool TcpSender::sack_can_send() const {
-  const uint64_t window = std::min<uint64_t>(cwnd_ / kUnit, s_.max_cwnd_pkts);
+  const uint64_t window = std::min<uint64_t>(std::max<uint64_t>(cwnd_ / kUnit, 1), s_.max_cwnd_pkts);
   if (sb_->pipe() >= window) return false;
   return sb_->next_lost() || (snd_nxt_ < size_ && high_tx_ - snd_una_ < s_.max_cwnd_pkts) ||
          (in_recovery_ && sb_->next_unsacked());
@@ -88,7 +109,7 @@ void TcpSender::sack_maybe_enter_recovery() {
 
 Timeslot TcpSender::quiet_until(Timeslot now, Timeslot earliest_ack) const {
   if (done()) return kNever;
-  if (can_send()) return now;
+  if (can_send()) return std::max(now, paced_until());
   Timeslot t = rto_deadline_;
   if (high_tx_ > snd_una_) t = std::min(t, earliest_ack);
   return std::max(t, now);
@@ -169,13 +190,16 @@ Timeslot TcpSender::maybe_sample_rtt(uint32_t trigger, uint32_t cum_ack, Timeslo
 // excess otherwise, at most once per RTT (the sample's own).
 void TcpSender::swift_adjust(uint32_t acked, Timeslot delay, Timeslot now) {
   if (delay == 0) return;  // no sample on this ACK
+  // Below one packet (paced only) the increase is ai per ACK, not per window.
+  const uint64_t floor = s_.pacing_gain > 0 ? 1 : kUnit;
   if (delay < swift_target_) {
     const double w = std::max(static_cast<double>(cwnd_) / kUnit, 1.0);
-    cwnd_ += static_cast<uint64_t>(s_.swift_ai_pkts * acked / w * kUnit + 0.5);
+    const double inc = cwnd_ < kUnit ? s_.swift_ai_pkts * acked : s_.swift_ai_pkts * acked / w;
+    cwnd_ += static_cast<uint64_t>(inc * kUnit + 0.5);
   } else if (!swift_decreased_ || now - swift_last_decrease_ >= delay) {
     const double excess = static_cast<double>(delay - swift_target_) / static_cast<double>(delay);
     const double factor = std::max(1 - s_.swift_beta * excess, 1 - s_.swift_max_mdf);
-    cwnd_ = std::max<uint64_t>(static_cast<uint64_t>(static_cast<double>(cwnd_) * factor), kUnit);
+    cwnd_ = std::max<uint64_t>(static_cast<uint64_t>(static_cast<double>(cwnd_) * factor), floor);
     swift_last_decrease_ = now;
     swift_decreased_ = true;
     ++stats_.delay_reductions;
@@ -298,7 +322,7 @@ void TcpSender::record_sent(uint32_t seq, Timeslot now, bool retransmit) {
 }
 
 std::optional<Segment> TcpSender::next_send(Timeslot now) {
-  if (!can_send()) return std::nullopt;
+  if (!can_send() || now < paced_until()) return std::nullopt;
   Segment seg;
   if (sb_) {
     seg = sack_next_segment();
@@ -318,6 +342,7 @@ std::optional<Segment> TcpSender::next_send(Timeslot now) {
   // RFC 3168 §6.1.5: retransmissions are not ECT; DCTCP (RFC 8257, Linux) sends all ECT.
   seg.ect = s_.kind == TransportKind::kDctcp || (s_.kind == TransportKind::kEcn && !seg.retransmit);
   record_sent(seg.seq, now, seg.retransmit);
+  pace_after_send(now);
   return seg;
 }
 

@@ -94,7 +94,9 @@ class TcpSender {
   // Call at or after timer_deadline(); does nothing if the timer is not due.
   void on_timer(Timeslot now);
 
-  Timeslot timer_deadline() const { return rto_deadline_; }  // kNever when not armed
+  // The RTO's deadline, or the next paced send's when that is sooner and a
+  // segment waits for it; kNever when neither.
+  Timeslot timer_deadline() const;
   bool can_send() const;
   // Lookahead: the sender will not send before the returned timeslot, given
   // that no ACK reaches it before `earliest_ack` (the owner's bound: now + the
@@ -146,6 +148,9 @@ class TcpSender {
   uint32_t size_;
   bool fast_retransmit_;     // false for pfabric
   Timeslot fixed_rto_ = 0;   // pfabric: no estimator, no backoff
+  double next_pace_ = 0;               // pacing: the next segment leaves at or after this timeslot
+  Timeslot paced_until() const;        // pacing: the first timeslot the next segment may leave (0: now)
+  void pace_after_send(Timeslot now);
   Timeslot swift_target_ = 0;          // swift: base RTT + target delay
   Timeslot swift_last_decrease_ = 0;   // swift: at most one decrease per RTT
   bool swift_decreased_ = false;

@@ -93,6 +93,10 @@ const ParamSchema<TransportParams>& transport_param_schema() {
       param(&P::sack_blocks, "sack_blocks",
             "SACK blocks per ACK when sack is on (3: Linux with timestamps; 4: without, as in ns-3 here)",
             {1, kMaxSackBlocks}),
+      param(&P::pacing_gain, "pacing_gain",
+            "pace segments at gain x cwnd / srtt (0 = off: a window's worth leaves at once); lets swift's window "
+            "fall below one packet",
+            {0, 100}),
       param(&P::swift_target_delay_us, "swift_target_delay_us",
             "swift: queueing delay the window aims for, above the path's base RTT", {0.001, 1e9}),
       param(&P::swift_ai_pkts, "swift_ai_pkts", "swift: additive increase per window of ACKs below the target",
@@ -135,6 +139,7 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   p.validate_for(kind, std::string("transport ") + transport_kind_name(kind) + ": sack");
   s.sack_blocks = p.sack ? p.sack_blocks : 0;
   s.max_reordering_pkts = p.sack ? p.max_reordering_pkts : 0;
+  s.pacing_gain = p.pacing_gain;
   s.swift_target_delay = us_to_timeslots(p.swift_target_delay_us, timeslot_ns);
   s.swift_ai_pkts = p.swift_ai_pkts;
   s.swift_beta = p.swift_beta;

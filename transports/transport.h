@@ -28,7 +28,13 @@
 //            above it, a multiplicative decrease by beta x the excess share of the
 //            delay (at most max_mdf), at most once per RTT. No slow start, no ECN;
 //            losses as reno (fast retransmit, RTO). The window stays >= 1
-//            packet (Swift paces below 1; flexplane does not pace yet).
+//            packet unless the sender paces (pacing_gain > 0): then it may fall
+//            to 1/1024 packet, one segment every srtt / cwnd, as Swift does.
+//
+// Pacing (pacing_gain > 0, any kind): a segment leaves no sooner than
+// srtt / (gain x cwnd) timeslots after the previous one (srtt: the smoothed
+// RTT; the path's base RTT until the first sample). The window still caps
+// what is in flight; pacing spreads it over the RTT instead of a burst.
 #pragma once
 
 #include <cstdint>
@@ -107,6 +113,7 @@ struct TransportParams {
   bool sack = false;                       // SACK (RFC 2018) with RFC 6675 loss recovery (reno, ecn, dctcp)
   uint32_t sack_blocks = 3;                // SACK blocks per ACK (3: Linux with timestamps; 4: without)
   uint32_t max_reordering_pkts = 0;        // with sack: learn reordering up to this (Linux: 300); 0 = fixed dupack_threshold
+  double pacing_gain = 0;                  // 0 = off; else segments leave at gain x cwnd / srtt (all kinds)
   double swift_target_delay_us = 10;       // swift: queueing delay aimed for above the path's base RTT
   double swift_ai_pkts = 1;                // swift: additive increase per window of ACKs below the target
   double swift_beta = 0.8;                 // swift: multiplicative decrease per share of delay above the target
@@ -137,6 +144,7 @@ struct TransportSettings {
   bool rto_every_partial_ack = false;
   uint32_t sack_blocks = 0;                // 0 = no SACK
   uint32_t max_reordering_pkts = 0;        // 0 = fixed dupack_threshold (SackScoreboard)
+  double pacing_gain = 0;                  // 0 = no pacing
   Timeslot swift_target_delay = 1;         // above the base RTT
   double swift_ai_pkts = 1;
   double swift_beta = 0.8;
