@@ -28,6 +28,10 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
   } else if (base_rtt > 0) {
     rtt_.sample(base_rtt);  // what the handshake would have measured
   }
+  if (s_.kind == TransportKind::kDcqcn) {
+    if (base_rtt == 0) throw ConfigError("transport dcqcn: the path's base RTT is unknown, so there is no window");
+    dcqcn_window_ = std::min<uint64_t>(std::max<Timeslot>(base_rtt, 1), s_.max_cwnd_pkts);
+  }
   if (s_.kind == TransportKind::kSwift) {
     if (base_rtt == 0)
       throw ConfigError("transport swift: the path's base RTT is unknown, so there is no target delay");
@@ -42,7 +46,7 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
 Timeslot TcpSender::rto() const { return fixed_rto_ ? fixed_rto_ : rtt_.rto(); }
 
 Timeslot TcpSender::paced_until() const {
-  return s_.pacing_gain > 0 ? static_cast<Timeslot>(std::ceil(next_pace_)) : 0;
+  return pacing() ? static_cast<Timeslot>(std::ceil(next_pace_)) : 0;
 }
 
 Timeslot TcpSender::timer_deadline() const {
@@ -54,11 +58,63 @@ Timeslot TcpSender::timer_deadline() const {
 // carried over so the average rate is exact. No RTT yet (no base RTT
 // either): no gap.
 void TcpSender::pace_after_send(Timeslot now) {
-  if (s_.pacing_gain <= 0) return;
-  const double srtt = static_cast<double>(rtt_.srtt_x8()) / 8;
-  const double cwnd = static_cast<double>(cwnd_) / kUnit;
-  const double gap = srtt > 0 ? srtt / (s_.pacing_gain * cwnd) : 0;
+  if (!pacing()) return;
+  double gap = 0;
+  if (s_.kind == TransportKind::kDcqcn) {
+    gap = 1.0 / dq_.rc;  // one packet per timeslot at line rate
+    if (++dq_.sent_since >= s_.dcqcn_byte_counter_pkts) {
+      dq_.sent_since = 0;
+      ++dq_.byte_events;
+      dcqcn_increase();
+    }
+  } else {
+    const double srtt = static_cast<double>(rtt_.srtt_x8()) / 8;
+    const double cwnd = static_cast<double>(cwnd_) / kUnit;
+    gap = srtt > 0 ? srtt / (s_.pacing_gain * cwnd) : 0;
+  }
   next_pace_ = std::max(next_pace_, static_cast<double>(now)) + gap;
+}
+
+// DCQCN (Zhu et al. 2015, the reaction point; defaults as htsim's dcqcn.cpp).
+// Timers run lazily: the periods that ended by `now` are applied in order
+// whenever the sender is called, which is the same as firing them on time
+// because nothing reads the rate in between.
+void TcpSender::dcqcn_advance(Timeslot now) {
+  while (now - dq_.alpha_since >= s_.dcqcn_alpha_timer) {
+    dq_.alpha *= 1 - s_.dcqcn_g;
+    dq_.alpha_since += s_.dcqcn_alpha_timer;
+  }
+  while (now - dq_.rate_since >= s_.dcqcn_rate_timer) {
+    dq_.rate_since += s_.dcqcn_rate_timer;
+    ++dq_.timer_events;
+    dcqcn_increase();
+  }
+}
+
+void TcpSender::dcqcn_increase() {
+  const uint32_t f = s_.dcqcn_fast_recovery_steps;
+  const uint32_t hi = std::max(dq_.timer_events, dq_.byte_events), lo = std::min(dq_.timer_events, dq_.byte_events);
+  if (hi > f) {
+    if (lo > f)
+      dq_.rt += (lo - f) * s_.dcqcn_rhai;  // hyper increase
+    else
+      dq_.rt += s_.dcqcn_rai;  // additive increase
+  }  // else fast recovery: towards the rate before the last cut
+  dq_.rt = std::min(dq_.rt, 1.0);
+  dq_.rc = std::min((dq_.rt + dq_.rc) / 2, 1.0);
+}
+
+void TcpSender::dcqcn_on_cnp(Timeslot now) {
+  if (dq_.any_cnp && now - dq_.last_cnp < s_.dcqcn_cnp_interval) return;  // the NP's limit
+  dq_.any_cnp = true;
+  dq_.last_cnp = now;
+  ++stats_.cnps;
+  ++stats_.ecn_reductions;  // flows.csv's ecn_reductions: rate cuts, for dcqcn
+  dq_.rt = dq_.rc;
+  dq_.rc = std::max(dq_.rc * (1 - dq_.alpha / 2), 1e-6);
+  dq_.alpha = (1 - s_.dcqcn_g) * dq_.alpha + s_.dcqcn_g;
+  dq_.timer_events = dq_.byte_events = dq_.sent_since = 0;
+  dq_.alpha_since = dq_.rate_since = now;
 }
 
 bool TcpSender::can_send() const {
@@ -66,7 +122,7 @@ bool TcpSender::can_send() const {
   if (rtx_pending_) return true;
   if (sb_) return sack_can_send();
   if (snd_nxt_ >= size_) return false;
-  uint64_t window = std::max<uint64_t>(cwnd_ / kUnit, 1);  // below 1 (paced swift): one in flight
+  uint64_t window = window_pkts();
   // RFC 3042 limited transmit: one new segment for each of the first two
   // duplicate ACKs, so a small window still gets to three; never beyond the
   // receive window.
@@ -76,7 +132,7 @@ bool TcpSender::can_send() const {
 }
 
 bool TcpSender::sack_can_send() const {
-  const uint64_t window = std::min<uint64_t>(std::max<uint64_t>(cwnd_ / kUnit, 1), s_.max_cwnd_pkts);
+  const uint64_t window = std::min<uint64_t>(window_pkts(), s_.max_cwnd_pkts);
   if (sb_->pipe() >= window) return false;
   return sb_->next_lost() || (snd_nxt_ < size_ && high_tx_ - snd_una_ < s_.max_cwnd_pkts) ||
          (in_recovery_ && sb_->next_unsacked());
@@ -222,6 +278,10 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
   }
   const uint32_t acked = a.cum_ack - snd_una_;
   if (acked == 0 && high_tx_ == snd_una_) return;  // nothing outstanding: a late duplicate
+  if (s_.kind == TransportKind::kDcqcn) {
+    dcqcn_advance(now);
+    if (a.ece) dcqcn_on_cnp(now);
+  }
   if (a.ece) ++stats_.ece_acks;
   Timeslot delay = 0;
   if (acked) {
@@ -339,8 +399,9 @@ std::optional<Segment> TcpSender::next_send(Timeslot now) {
     seg.cwr = true;
     cwr_pending_ = false;
   }
-  // RFC 3168 §6.1.5: retransmissions are not ECT; DCTCP (RFC 8257, Linux) sends all ECT.
-  seg.ect = s_.kind == TransportKind::kDctcp || (s_.kind == TransportKind::kEcn && !seg.retransmit);
+  // RFC 3168 §6.1.5: retransmissions are not ECT; DCTCP (RFC 8257, Linux) sends all ECT, as RoCE does.
+  seg.ect = s_.kind == TransportKind::kDctcp || s_.kind == TransportKind::kDcqcn ||
+            (s_.kind == TransportKind::kEcn && !seg.retransmit);
   record_sent(seg.seq, now, seg.retransmit);
   pace_after_send(now);
   return seg;

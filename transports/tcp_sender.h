@@ -68,6 +68,7 @@ struct SenderStats {
   uint64_t timeouts = 0;
   uint64_t ecn_reductions = 0;     // window cuts on ECE
   uint64_t delay_reductions = 0;   // swift: window cuts on delay above the target
+  uint64_t cnps = 0;               // dcqcn: ECE ACKs taken as congestion notifications
   uint64_t ece_acks = 0;
   uint64_t dup_acks = 0;
   uint64_t stale_acks = 0;         // below snd_una: reordered or duplicated ACKs, ignored
@@ -111,6 +112,9 @@ class TcpSender {
   uint32_t cwnd_pkts() const { return static_cast<uint32_t>(cwnd_ / kCwndUnit); }
   uint64_t ssthresh_units() const { return ssthresh_; }
   Timeslot swift_target() const { return swift_target_; }
+  double dcqcn_rate() const { return dq_.rc; }  // dcqcn: current rate, a fraction of line rate
+  double dcqcn_target_rate() const { return dq_.rt; }
+  double dcqcn_alpha() const { return dq_.alpha; }
   uint32_t snd_una() const { return snd_una_; }
   uint32_t snd_nxt() const { return snd_nxt_; }
   uint32_t high_tx() const { return high_tx_; }
@@ -130,6 +134,12 @@ class TcpSender {
  private:
   bool ecn_capable() const { return transport_uses_ecn(s_.kind); }
   uint64_t window_cap() const { return uint64_t{s_.max_cwnd_pkts} * kCwndUnit; }
+  // What may be in flight, in packets: cwnd (at least 1: a paced swift
+  // window below one packet keeps one in flight); dcqcn, whose rate is its
+  // control, the receive window.
+  uint64_t window_pkts() const {
+    return s_.kind == TransportKind::kDcqcn ? dcqcn_window_ : std::max<uint64_t>(cwnd_ / kCwndUnit, 1);
+  }
   uint64_t loss_ssthresh() const;  // max(flight/2, 2) packets, in units
   void grow(uint32_t acked);
   void react_to_ece();
@@ -148,6 +158,21 @@ class TcpSender {
   uint32_t size_;
   bool fast_retransmit_;     // false for pfabric
   Timeslot fixed_rto_ = 0;   // pfabric: no estimator, no backoff
+  // DCQCN's reaction point (rates in packets per timeslot: line rate = 1).
+  struct Dcqcn {
+    double rc = 1, rt = 1, alpha = 1;
+    Timeslot alpha_since = 0, rate_since = 0;  // the timers' current periods began
+    Timeslot last_cnp = 0;
+    bool any_cnp = false;
+    uint32_t timer_events = 0, byte_events = 0;  // T and BC since the last CNP
+    uint32_t sent_since = 0;                     // packets towards the byte counter
+  };
+  Dcqcn dq_;
+  uint64_t dcqcn_window_ = 0;  // the path's bandwidth-delay product, at most max_cwnd_pkts
+  void dcqcn_advance(Timeslot now);   // the timers' events due by `now`
+  void dcqcn_increase();
+  void dcqcn_on_cnp(Timeslot now);
+  bool pacing() const { return s_.pacing_gain > 0 || s_.kind == TransportKind::kDcqcn; }
   double next_pace_ = 0;               // pacing: the next segment leaves at or after this timeslot
   Timeslot paced_until() const;        // pacing: the first timeslot the next segment may leave (0: now)
   void pace_after_send(Timeslot now);

@@ -12,7 +12,8 @@ TransportKind parse_transport_kind(const std::string& s, const std::string& wher
   if (s == "dctcp") return TransportKind::kDctcp;
   if (s == "pfabric") return TransportKind::kPfabric;
   if (s == "swift") return TransportKind::kSwift;
-  throw ConfigError(where + ": unknown transport '" + s + "' (known: reno, ecn, dctcp, pfabric, swift)");
+  if (s == "dcqcn") return TransportKind::kDcqcn;
+  throw ConfigError(where + ": unknown transport '" + s + "' (known: reno, ecn, dctcp, pfabric, swift, dcqcn)");
 }
 
 const char* transport_kind_name(TransportKind k) {
@@ -22,6 +23,7 @@ const char* transport_kind_name(TransportKind k) {
     case TransportKind::kDctcp: return "dctcp";
     case TransportKind::kPfabric: return "pfabric";
     case TransportKind::kSwift: return "swift";
+    case TransportKind::kDcqcn: return "dcqcn";
   }
   return "reno";
 }
@@ -38,7 +40,8 @@ bool ack_less(const Ack& a, const Ack& b) {
 EcnEcho ecn_echo_for(TransportKind k) {
   switch (k) {
     case TransportKind::kEcn: return EcnEcho::kRfc3168;
-    case TransportKind::kDctcp: return EcnEcho::kPerPacket;
+    case TransportKind::kDctcp:
+    case TransportKind::kDcqcn: return EcnEcho::kPerPacket;
     default: return EcnEcho::kNone;
   }
 }
@@ -97,6 +100,17 @@ const ParamSchema<TransportParams>& transport_param_schema() {
             "pace segments at gain x cwnd / srtt (0 = off: a window's worth leaves at once); lets swift's window "
             "fall below one packet",
             {0, 100}),
+      param(&P::dcqcn_g, "dcqcn_g", "dcqcn: alpha's gain", {1e-6, 1}),
+      param(&P::dcqcn_alpha_timer_us, "dcqcn_alpha_timer_us", "dcqcn: alpha decays once per this without a CNP",
+            {0.001, 1e9}),
+      param(&P::dcqcn_rate_timer_us, "dcqcn_rate_timer_us", "dcqcn: one rate-increase event per this", {0.001, 1e9}),
+      param(&P::dcqcn_byte_counter_pkts, "dcqcn_byte_counter_pkts",
+            "dcqcn: one rate-increase event per this many packets sent", {1, 1u << 30}),
+      param(&P::dcqcn_fast_recovery_steps, "dcqcn_fast_recovery_steps", "dcqcn: F, events of fast recovery",
+            {1, 1000}),
+      param(&P::dcqcn_rai, "dcqcn_rai", "dcqcn: additive increase, a fraction of line rate", {1e-6, 1}),
+      param(&P::dcqcn_rhai, "dcqcn_rhai", "dcqcn: hyper increase, a fraction of line rate", {1e-6, 1}),
+      param(&P::dcqcn_cnp_interval_us, "dcqcn_cnp_interval_us", "dcqcn: at most one CNP per this", {0.001, 1e9}),
       param(&P::swift_target_delay_us, "swift_target_delay_us",
             "swift: queueing delay the window aims for, above the path's base RTT", {0.001, 1e9}),
       param(&P::swift_ai_pkts, "swift_ai_pkts", "swift: additive increase per window of ACKs below the target",
@@ -140,6 +154,14 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.sack_blocks = p.sack ? p.sack_blocks : 0;
   s.max_reordering_pkts = p.sack ? p.max_reordering_pkts : 0;
   s.pacing_gain = p.pacing_gain;
+  s.dcqcn_g = p.dcqcn_g;
+  s.dcqcn_alpha_timer = us_to_timeslots(p.dcqcn_alpha_timer_us, timeslot_ns);
+  s.dcqcn_rate_timer = us_to_timeslots(p.dcqcn_rate_timer_us, timeslot_ns);
+  s.dcqcn_cnp_interval = us_to_timeslots(p.dcqcn_cnp_interval_us, timeslot_ns);
+  s.dcqcn_byte_counter_pkts = p.dcqcn_byte_counter_pkts;
+  s.dcqcn_fast_recovery_steps = p.dcqcn_fast_recovery_steps;
+  s.dcqcn_rai = p.dcqcn_rai;
+  s.dcqcn_rhai = p.dcqcn_rhai;
   s.swift_target_delay = us_to_timeslots(p.swift_target_delay_us, timeslot_ns);
   s.swift_ai_pkts = p.swift_ai_pkts;
   s.swift_beta = p.swift_beta;

@@ -30,6 +30,17 @@
 //            losses as reno (fast retransmit, RTO). The window stays >= 1
 //            packet unless the sender paces (pacing_gain > 0): then it may fall
 //            to 1/1024 packet, one segment every srtt / cwnd, as Swift does.
+//   dcqcn    DCQCN's rate control (Zhu et al., SIGCOMM 2015) on a paced sender:
+//            the rate Rc starts at line rate; an ECE ACK, at most one per
+//            dcqcn_cnp_interval_us (the notification point's CNP limit, applied
+//            where the echo arrives), is a CNP: Rt = Rc, Rc x (1 - alpha/2), alpha
+//            += g(1 - alpha); alpha decays by (1 - g) per alpha timer without a
+//            CNP; the rate timer and the byte counter raise Rc towards Rt (fast
+//            recovery for F events, then additive Rt += R_AI, then hyper Rt +=
+//            R_HAI). Segments leave 1 / Rc timeslots apart, at most the path's
+//            bandwidth-delay product in flight (as RDMA simulations cap DCQCN);
+//            losses as reno's recovery, the window never cut. Without PFC (not
+//            modelled yet), an incast can lose packets before the first CNP.
 //
 // Pacing (pacing_gain > 0, any kind): a segment leaves no sooner than
 // srtt / (gain x cwnd) timeslots after the previous one (srtt: the smoothed
@@ -45,7 +56,7 @@
 
 namespace flexplane {
 
-enum class TransportKind : uint8_t { kReno, kEcn, kDctcp, kPfabric, kSwift };
+enum class TransportKind : uint8_t { kReno, kEcn, kDctcp, kPfabric, kSwift, kDcqcn };
 TransportKind parse_transport_kind(const std::string& s, const std::string& where);
 const char* transport_kind_name(TransportKind k);
 inline bool transport_uses_ecn(TransportKind k) { return k == TransportKind::kEcn || k == TransportKind::kDctcp; }
@@ -114,6 +125,14 @@ struct TransportParams {
   uint32_t sack_blocks = 3;                // SACK blocks per ACK (3: Linux with timestamps; 4: without)
   uint32_t max_reordering_pkts = 0;        // with sack: learn reordering up to this (Linux: 300); 0 = fixed dupack_threshold
   double pacing_gain = 0;                  // 0 = off; else segments leave at gain x cwnd / srtt (all kinds)
+  double dcqcn_g = 1.0 / 256;              // dcqcn: alpha's gain
+  double dcqcn_alpha_timer_us = 55;        // dcqcn: alpha decays once per this without a CNP
+  double dcqcn_rate_timer_us = 55;         // dcqcn: a rate-increase event per this
+  uint32_t dcqcn_byte_counter_pkts = 6667; // dcqcn: and one per this many packets sent (10 MB of 1500 B)
+  uint32_t dcqcn_fast_recovery_steps = 5;  // dcqcn: F
+  double dcqcn_rai = 0.05;                 // dcqcn: additive increase, a fraction of line rate (htsim: line/20)
+  double dcqcn_rhai = 0.1;                 // dcqcn: hyper increase, a fraction of line rate (htsim: line/10)
+  double dcqcn_cnp_interval_us = 50;       // dcqcn: at most one CNP per this
   double swift_target_delay_us = 10;       // swift: queueing delay aimed for above the path's base RTT
   double swift_ai_pkts = 1;                // swift: additive increase per window of ACKs below the target
   double swift_beta = 0.8;                 // swift: multiplicative decrease per share of delay above the target
@@ -145,6 +164,11 @@ struct TransportSettings {
   uint32_t sack_blocks = 0;                // 0 = no SACK
   uint32_t max_reordering_pkts = 0;        // 0 = fixed dupack_threshold (SackScoreboard)
   double pacing_gain = 0;                  // 0 = no pacing
+  double dcqcn_g = 1.0 / 256;
+  Timeslot dcqcn_alpha_timer = 1, dcqcn_rate_timer = 1, dcqcn_cnp_interval = 1;
+  uint32_t dcqcn_byte_counter_pkts = 6667;
+  uint32_t dcqcn_fast_recovery_steps = 5;
+  double dcqcn_rai = 0.05, dcqcn_rhai = 0.1;
   Timeslot swift_target_delay = 1;         // above the base RTT
   double swift_ai_pkts = 1;
   double swift_beta = 0.8;

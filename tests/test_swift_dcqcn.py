@@ -1,8 +1,10 @@
-"""Swift through the whole emulator (transport.kind: swift; unit tests in
-transports/swift_test.cc): an 8 -> 1 incast of long flows finishes without
-loss with the bottleneck port held near the target delay, where reno fills
-the buffer and loses packets; a swift run is identical on 1 and 2 cores; a
-bad swift parameter is refused naming the field."""
+"""Swift, pacing and DCQCN through the whole emulator (unit tests in
+transports/swift_test.cc and dcqcn_test.cc): an 8 -> 1 incast of long flows
+finishes without loss with the bottleneck port held near swift's target
+delay, where reno fills the buffer and loses packets; DCQCN over RED with
+ECN finishes it without loss, cutting its rate on CNPs; swift, paced and
+DCQCN runs are identical on 1 and 2 cores; a bad parameter is refused
+naming the field."""
 from __future__ import annotations
 
 import csv
@@ -27,6 +29,9 @@ variants:
   reno: {transport: {kind: reno}}
   swift_paced: {transport: {pacing_gain: 1}}
   dctcp_paced: {transport: {kind: dctcp, pacing_gain: 1.2}, routers: {default: {scheme: dctcp, queue_manager: {k_pkts: 20}}}}
+  dcqcn:
+    transport: {kind: dcqcn}
+    routers: {default: {scheme: red, queue_manager: {min_th_pkts: 4, max_th_pkts: 40, max_p: 0.2, weight: 1, ecn: true}}}
 """
 
 
@@ -72,7 +77,7 @@ def test_swift_and_pacing_same_outputs_on_1_and_2_cores(tmp_path):
     cfg = setup(tmp_path)
     cfg.write_text(CONFIG.replace("topology: {kind: single_rack, endpoints: 9}",
                                   "topology: {kind: leaf_spine, racks: 2, endpoints_per_rack: 5, spines: 2}"))
-    for v in ("swift", "swift_paced", "dctcp_paced"):
+    for v in ("swift", "swift_paced", "dctcp_paced", "dcqcn"):
         outs = []
         for cores in ("1", "2"):
             p = run(cfg, tmp_path / f"{v}{cores}", "--variant", v, "--cores", cores)
@@ -88,3 +93,14 @@ def test_bad_swift_parameter_is_named(tmp_path):
     p = run(cfg, tmp_path / "bad", "--variant", "swift")
     assert p.returncode == 2, p.stdout + p.stderr
     assert "swift_beta" in p.stderr
+
+
+def test_dcqcn_incast_without_loss(tmp_path):
+    cfg = setup(tmp_path)
+    p = run(cfg, tmp_path / "dq", "--variant", "dcqcn")
+    assert p.returncode == 0, p.stderr
+    flows = list(csv.DictReader(open(tmp_path / "dq" / "dcqcn" / "flows.csv")))
+    assert len(flows) == 8 and all(f["finished"] == "1" for f in flows)
+    assert all(int(f["retransmits"]) == 0 for f in flows)
+    assert sum(int(f["ecn_reductions"]) for f in flows) > 8  # every sender cut its rate on CNPs
+    assert all(int(f["marked_pkts"]) > 0 for f in flows)
