@@ -20,6 +20,22 @@ TransportSettings swift_settings(uint32_t iw, Timeslot target_delay) {
   return s;
 }
 
+// One flow behind a bottleneck of 1 / service_every of line rate, until `until`.
+struct BehindRun {
+  std::vector<AckEvent> acks;
+  SenderStats stats;
+  uint64_t cwnd_units;
+};
+BehindRun run_behind(const TransportSettings& st, uint32_t size_pkts, uint32_t service_every, Timeslot until) {
+  TcpSender s(st, size_pkts, kBaseRtt);
+  Receiver r(EcnEcho::kNone);
+  LoopConfig c;
+  c.service_every = service_every;
+  TestLoop loop(s, r, c);
+  loop.run_until(until);
+  return {loop.acks, s.stats(), s.cwnd_units()};
+}
+
 }  // namespace
 
 TEST_CASE("swift: below the target the window grows by ai per window of ACKs, with no slow start",
@@ -76,18 +92,12 @@ TEST_CASE("swift: a decrease is at most max_mdf and at most one per RTT", "[tran
   // the delay soon far exceeds the target, where beta x excess would cut
   // more than max_mdf = 0.5 -- each cut is then exactly a halving (to the
   // unit), and cuts are at least one RTT sample apart.
-  TransportSettings st = swift_settings(64, 2);
-  TcpSender s(st, 2000, kBaseRtt);
-  Receiver r(EcnEcho::kNone);
-  LoopConfig c;
-  c.service_every = 8;
-  TestLoop loop(s, r, c);
-  loop.run_until(3000);
-  REQUIRE(s.stats().delay_reductions >= 2);
+  const BehindRun run = run_behind(swift_settings(64, 2), 2000, 8, 3000);
+  REQUIRE(run.stats.delay_reductions >= 2);
   uint64_t prev = 0;
   Timeslot last_cut = 0;
   bool seen_cut = false;
-  for (const auto& a : loop.acks) {
+  for (const auto& a : run.acks) {
     if (prev && a.cwnd_units < prev) {
       REQUIRE(a.cwnd_units >= std::max<uint64_t>(prev / 2, TcpSender::kCwndUnit) - 1);
       if (seen_cut) REQUIRE(a.t - last_cut >= kBaseRtt);
@@ -97,7 +107,7 @@ TEST_CASE("swift: a decrease is at most max_mdf and at most one per RTT", "[tran
     prev = a.cwnd_units;
   }
   REQUIRE(seen_cut);
-  REQUIRE(s.cwnd_units() >= TcpSender::kCwndUnit);  // never below one packet
+  REQUIRE(run.cwnd_units >= TcpSender::kCwndUnit);  // never below one packet
 }
 
 TEST_CASE("swift: needs the path's base RTT", "[transports][swift]") {
@@ -152,14 +162,9 @@ TEST_CASE("swift paced: the window may fall below one packet, unpaced it stops a
   for (const double gain : {0.0, 1.0}) {
     TransportSettings st = swift_settings(16, 2);
     st.pacing_gain = gain;
-    TcpSender s(st, 400, kBaseRtt);
-    Receiver r(EcnEcho::kNone);
-    LoopConfig c;
-    c.service_every = 64;
-    TestLoop loop(s, r, c);
-    loop.run_until(20000);
+    const BehindRun run = run_behind(st, 400, 64, 20000);
     uint64_t lowest = ~uint64_t{0};
-    for (const auto& a : loop.acks) lowest = std::min(lowest, a.cwnd_units);
+    for (const auto& a : run.acks) lowest = std::min(lowest, a.cwnd_units);
     if (gain > 0)
       REQUIRE(lowest < TcpSender::kCwndUnit);
     else
