@@ -25,6 +25,7 @@
 #include "emulator/run/setup.h"
 #include "emulator/run/run.h"
 #include "emulator/topology/topology.h"
+#include "emulator/workload/collective.h"
 #include "emulator/workload/traffic_pattern.h"
 #include "transports/transport.h"
 #include "api/version.h"
@@ -82,6 +83,7 @@ void list_all() {
   if (!Registry<Router>::instance().all().empty()) list_components<Router>("Generic routers");
   list_components<TopologyKind>("Topology kinds (topology.kind)");
   list_components<TrafficPattern>("Traffic patterns (workload.pattern; parameters are workload keys)");
+  list_components<Collective>("Collectives (workload.kind: collective, workload.collective; parameters are workload keys)");
   std::printf("\nTransports (transport.kind; closed-loop senders, docs/transports.md):\n"
               "  none                     open loop: every packet sent once (default)\n"
               "  newreno (= reno)         TCP NewReno, RTO per RFC 6298\n"

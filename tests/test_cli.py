@@ -64,6 +64,7 @@ def test_list_shows_every_scheme_and_parameter_docs() -> None:
     # Topology kinds and traffic patterns come from their registries too, with their parameters.
     assert "Topology kinds" in r.stdout and "leaf_spine" in r.stdout and "endpoints_per_rack" in r.stdout
     assert "Traffic patterns" in r.stdout and "incast" in r.stdout and "fan_in" in r.stdout
+    assert "Collectives" in r.stdout and "ring_allreduce" in r.stdout and "fanout" in r.stdout
 
 
 def test_no_arguments_is_a_usage_error() -> None:

@@ -11,6 +11,7 @@
 #include "api/endpoint_contract.h"
 #include "emulator/config/yaml_util.h"
 #include "net/ipv4_address.h"
+#include "emulator/workload/collective.h"
 #include "emulator/workload/traffic_pattern.h"
 
 namespace flexplane {
@@ -318,9 +319,14 @@ RunConfig parse_run(const YAML::Node& root, const std::string& file, const std::
   require_map(root["workload"], file, "workload");
   YAML::Node wl(YAML::NodeType::Map);  // shares the config's nodes (their marks), plus the run's defaults
   for (const auto& kv : root["workload"]) wl.force_insert(kv.first, kv.second);
-  if (!wl["duration_timeslots"]) wl["duration_timeslots"] = c.duration;
-  if (!wl["seed"]) wl["seed"] = c.seed;
+  // A collective has neither arrivals nor draws: run.duration_ms + drain_ms only caps it.
+  const YAML::Node& cwl = wl;
+  const bool collective = cwl["kind"] && cwl["kind"].IsScalar() && cwl["kind"].Scalar() == "collective";
+  if (!wl["duration_timeslots"] && !collective) wl["duration_timeslots"] = c.duration;
+  if (!wl["seed"] && !collective) wl["seed"] = c.seed;
   c.workload = parse_workload(wl, where(file, root["workload"], "workload"), base_dir, file);
+  if (c.workload.kind == WorkloadKind::kCollective && c.workload.sends_path.empty() && c.workload.shape.ranks == 0)
+    c.workload.shape.ranks = (c.topology.num_endpoints - 1) / c.workload.shape.rank_stride + 1;  // as many as fit
 
   c.live = parse_live(root["live"], c.topology.num_endpoints, file);
 
@@ -373,13 +379,37 @@ void drop_stale(YAML::Node& base, const YAML::Node& over, const std::string& pat
       return false;
     };
     const bool to_trace = switches("kind") && over["kind"].Scalar() == "trace";
-    const bool to_poisson = switches("kind") && !to_trace;
-    if (switches("pattern") || to_trace) drop(pattern_param);
-    if (to_trace)
+    const bool to_collective = switches("kind") && over["kind"].Scalar() == "collective";
+    const bool to_poisson = switches("kind") && !to_trace && !to_collective;
+    if (switches("pattern") || to_trace || to_collective) drop(pattern_param);
+    if (to_trace || to_collective)
       drop([](const std::string& k) {
-        return k == "pattern" || k == "load" || k == "size_cdf" || k == "fixed_size_pkts" || k == "max_flows";
+        return k == "pattern" || k == "load" || k == "size_cdf" || k == "fixed_size_pkts" || k == "max_flows" ||
+               k == "trace";
       });
-    if (to_poisson) drop([](const std::string& k) { return k == "trace"; });
+    if (to_poisson || to_trace)  // a collective's keys and its parameters
+      drop([](const std::string& k) {
+        static const char* kKeys[] = {"collective", "sends", "ranks", "rank_stride", "message_pkts", "iterations",
+                                      "compute_gap_timeslots"};
+        if (std::find(std::begin(kKeys), std::end(kKeys), k) != std::end(kKeys)) return true;
+        for (const auto& [name, info] : Registry<Collective>::instance().all())
+          for (const auto& d : info.params)
+            if (d.name == k) return true;
+        return false;
+      });
+    if (to_poisson || to_collective) drop([](const std::string& k) { return k == "trace"; });
+    // Within kind collective: a send list replaces a generated collective and the reverse.
+    if (over["sends"] && !to_poisson && !to_trace)
+      drop([](const std::string& k) {
+        if (k == "collective" || k == "ranks" || k == "rank_stride" || k == "message_pkts" || k == "iterations" ||
+            k == "compute_gap_timeslots")
+          return true;
+        for (const auto& [name, info] : Registry<Collective>::instance().all())
+          for (const auto& d : info.params)
+            if (d.name == k) return true;
+        return false;
+      });
+    if (over["collective"] && !to_poisson && !to_trace) drop([](const std::string& k) { return k == "sends"; });
   }
 }
 

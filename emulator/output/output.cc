@@ -101,16 +101,17 @@ void write_flows_csv(const std::string& path, const Topology& topology, double t
       if (reachable) w.fixed(v, precision);
     };
     w.u(f.id).c(',').u(f.src).c(',').u(f.dst).c(',').u(f.size_pkts).c(',');
-    w.u(uint64_t{f.size_pkts} * packet_bytes).c(',').u(f.start).c(',');
+    const Timeslot start = traffic.release()[i];  // its start, or when its dependencies released it
+    w.u(uint64_t{f.size_pkts} * packet_bytes).c(',').u(start).c(',');
     if (done) {
-      const double fct = (s.finish - f.start + 1) * ts_us;
-      w.u(s.finish).c(',').fixed(f.start * ts_us, 4).c(',').fixed(fct, 4).c(',');
+      const double fct = (s.finish - start + 1) * ts_us;
+      w.u(s.finish).c(',').fixed(start * ts_us, 4).c(',').fixed(fct, 4).c(',');
       opt(ideal, 4);
       w.c(',');
       opt(fct / ideal, 6);
       w.s(",1,");
     } else {
-      w.c(',').fixed(f.start * ts_us, 4).s(",,");
+      w.c(',').fixed(start * ts_us, 4).s(",,");
       opt(ideal, 4);
       w.s(",,0,");
     }
@@ -329,7 +330,7 @@ void write_flows_summary_csv(const std::string& path, const Topology& topology, 
         ++b.unfinished;
         continue;
       }
-      const double fct = (states[i].finish - f.start + 1) * ts_us;
+      const double fct = (states[i].finish - traffic.release()[i] + 1) * ts_us;
       b.fct.push_back(fct);
       if (reachable) b.slowdown.push_back(fct / ((f.size_pkts + path.latency) * ts_us));
     }

@@ -33,6 +33,18 @@ uint64_t histogram_percentile(const std::vector<uint64_t>& histogram, uint64_t t
 void write_flows_summary_csv(const std::string& path, const Topology& topology, double timeslot_ns,
                              const FlowTraffic& traffic);
 
+// A collective's iterations (collective.csv, emulator/output/collective_output.cc):
+// per iteration label, when its first flow was released and its last
+// received in full. Zeros without dependencies.
+struct CollectiveSummary {
+  uint32_t iterations = 0;          // labels in the workload
+  uint32_t completed = 0;           // iterations whose every flow finished, as did every earlier one's
+  double mean_iteration_us = 0;     // over completed ones: end - previous end (the first: from 0)
+  double max_iteration_us = 0;
+  double end_us = 0;                // the last completed iteration's end
+};
+CollectiveSummary write_collective_csv(const std::string& path, double timeslot_ns, const FlowTraffic& traffic);
+
 // Creates `dir` (and parents) and checks a file can be written in it, before
 // a run starts; throws ConfigError (a bad output.dir / --out) naming the folder and the reason.
 void prepare_output_dir(const std::string& dir);

@@ -141,6 +141,16 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
     y << YAML::Key << "unqueued" << YAML::Value << a.unqueued;
     y << YAML::EndMap;
   }
+  if (s.collective.iterations) {  // collective.csv has one row per iteration
+    const CollectiveSummary& cs = s.collective;
+    y << YAML::Key << "collective" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "iterations" << YAML::Value << cs.iterations;
+    y << YAML::Key << "completed" << YAML::Value << cs.completed;
+    y << YAML::Key << "mean_iteration_us" << YAML::Value << cs.mean_iteration_us;
+    y << YAML::Key << "max_iteration_us" << YAML::Value << cs.max_iteration_us;
+    y << YAML::Key << "end_us" << YAML::Value << cs.end_us;
+    y << YAML::EndMap;
+  }
   y << YAML::Key << "offered_load" << YAML::Value << wstats.offered_load;
   y << YAML::Key << "router_packet_hops" << YAML::Value << s.router_packet_hops;
   y << YAML::Key << "wall_seconds" << YAML::Value << s.wall_seconds;
@@ -171,8 +181,10 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   const EndpointStamping stamping = endpoint_stamping(c, endpoint_contract(c, resolved));
 
   WorkloadStats wstats;
-  const FlowList flows = generate_flows(c.workload, c.topology.num_endpoints, &wstats);
+  FlowDeps deps;  // a collective's: flows that wait for others
+  const FlowList flows = generate_flows(c.workload, c.topology.num_endpoints, &wstats, &deps);
   FlowTraffic traffic(flows, c.topology.num_endpoints, stamping);
+  traffic.set_dependencies(&deps);
   traffic.enable_transport(c.topology, c.transport, c.network.timeslot_ns());
 
   EngineOptions opt = engine_options(c, c.cores);
@@ -226,6 +238,10 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   write_flows_csv((dir / "flows.csv").string(), c.topology, c.network.timeslot_ns(), c.network.abstract_packet_bytes,
                   traffic, lost);
   write_flows_summary_csv((dir / "flows_summary.csv").string(), c.topology, c.network.timeslot_ns(), traffic);
+  if (!deps.empty()) {
+    write_send_list((dir / "sends.csv").string(), flows, deps);
+    s.collective = write_collective_csv((dir / "collective.csv").string(), c.network.timeslot_ns(), traffic);
+  }
   write_engine_outputs(c.output_dir, engine, opt, occupancy_file, traffic.unexpected_arrivals(), events);
   rusage ru{};
   if (getrusage(RUSAGE_SELF, &ru) == 0) s.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux

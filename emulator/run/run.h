@@ -36,6 +36,7 @@ struct RunSummary {
     double before = 0, setup = 0, engine = 0, outputs = 0;
   } phase_seconds;
   double offered_load = 0;
+  CollectiveSummary collective;        // a collective workload's iterations; zeros otherwise
   std::string output_dir;
 };
 

@@ -45,6 +45,9 @@ std::vector<std::string> validate_run(RunConfig& c) {
   endpoint_stamping(c, endpoint_contract(c, resolved));
   if (c.transport.enabled) resolve_transport(c.transport.kind, c.transport.params, c.network.timeslot_ns());
   validate_workload(c.workload, c.topology.num_endpoints);
+  if (c.workload.kind == WorkloadKind::kCollective && !c.transport.enabled)
+    throw ConfigError(c.file + ": transport.kind: a collective's sends start when others complete, which only "
+                      "closed-loop flows drive: give a transport (e.g. transport: {kind: dctcp})");
   parse_occupancy_file(c.occupancy_file, c.file + ": output.occupancy");
   const auto routers = static_cast<uint32_t>(c.topology.routers.size());
   const std::string name = c.variant.empty() ? c.file : c.file + " variant " + c.variant;

@@ -1,5 +1,6 @@
 // Closed-loop flow traffic: the source, the sink and the ACK channels between
-// endpoint groups (design in closed_loop.h and docs/transports.md).
+// endpoint groups (design in closed_loop.h and docs/transports.md). The
+// shared set-up (groups, channels, dependencies) is closed_loop_shared.cc.
 #include "emulator/traffic/closed_loop.h"
 
 #include <algorithm>
@@ -16,161 +17,11 @@
 #include "emulator/traffic/closed_loop_internal.h"
 #include "emulator/traffic/closed_loop_nic.h"
 #include "emulator/traffic/flow_traffic.h"
+#include "emulator/workload/collective.h"
 #include "transports/receiver.h"
 #include "transports/tcp_sender.h"
 
 namespace flexplane {
-
-AckLatency parse_ack_latency(const std::string& s, const std::string& where) {
-  if (s == "data_path") return AckLatency::kDataPath;
-  if (s == "propagation") return AckLatency::kPropagation;
-  throw ConfigError(where + ": unknown ack_latency '" + s + "' (known: data_path, propagation)");
-}
-
-const char* ack_latency_name(AckLatency a) { return a == AckLatency::kDataPath ? "data_path" : "propagation"; }
-
-AckQueueing parse_ack_queueing(const std::string& s, const std::string& where) {
-  if (s == "none") return AckQueueing::kNone;
-  if (s == "delay") return AckQueueing::kDelay;
-  if (s == "delay_and_loss") return AckQueueing::kDelayAndLoss;
-  throw ConfigError(where + ": unknown ack_queueing '" + s + "' (known: none, delay, delay_and_loss)");
-}
-
-void WaitHistogram::merge(const WaitHistogram& o) {
-  if (o.counts.size() > counts.size()) counts.resize(o.counts.size(), 0);
-  for (size_t w = 0; w < o.counts.size(); ++w) counts[w] += o.counts[w];
-}
-
-uint64_t WaitHistogram::total() const {
-  uint64_t n = 0;
-  for (uint64_t c : counts) n += c;
-  return n;
-}
-
-uint64_t WaitHistogram::percentile(double p) const {
-  const uint64_t n = total();
-  if (n == 0) return 0;
-  // Nearest rank: the first bin holding the ceil(p * n)-th smallest wait.
-  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p * static_cast<double>(n))));
-  uint64_t seen = 0;
-  for (size_t b = 0; b < counts.size(); ++b) {
-    seen += counts[b];
-    if (seen >= rank) return lower_bound(b);
-  }
-  return lower_bound(counts.size() - 1);
-}
-
-const char* ack_queueing_name(AckQueueing a) {
-  return a == AckQueueing::kNone ? "none" : a == AckQueueing::kDelay ? "delay" : "delay_and_loss";
-}
-
-ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, const TransportConfig& config,
-                                   double timeslot_ns)
-    : flows(f), settings(resolve_transport(config.kind, config.params, timeslot_ns)) {
-  if (config.params.ack_every_pkts != 1)
-    throw ConfigError("transport.ack_every_pkts: delayed ACKs are modelled (transports/receiver.h) but not yet "
-                      "driven by the engine; use 1");
-  // Groups: the endpoints of each router that has endpoints, in router order (as the engine groups them).
-  std::vector<int32_t> group_of_router(topology.routers.size(), -1);
-  group_of.resize(topology.num_endpoints);
-  for (uint32_t e = 0; e < topology.num_endpoints; ++e) {  // not EndpointId: 65,536 endpoints at k = 64
-    int32_t& g = group_of_router[topology.endpoint_port[e].router];
-    if (g < 0) g = 0;  // numbered below, in router order
-  }
-  num_groups = 0;
-  for (auto& g : group_of_router)
-    if (g >= 0) g = static_cast<int32_t>(num_groups++);
-  for (uint32_t e = 0; e < topology.num_endpoints; ++e)
-    group_of[e] = static_cast<uint32_t>(group_of_router[topology.endpoint_port[e].router]);
-  local_index.resize(topology.num_endpoints);
-  {
-    std::vector<uint32_t> count(num_groups, 0);
-    for (uint32_t e = 0; e < topology.num_endpoints; ++e) local_index[e] = count[group_of[e]]++;
-  }
-
-  progress.reset(new GroupProgress[num_groups]);
-  ack_stats.reset(new GroupAckStats[num_groups]);
-  nic_stats.reset(new GroupNicStats[num_groups]);
-  ack_queueing = config.ack_queueing;
-  tor.assign(num_groups, nullptr);
-  arrival_index.assign(flows.size(), 0);
-  group_flow_begin.assign(num_groups + 1, 0);
-  for (const FlowSpec& fl : flows) ++group_flow_begin[group_of[fl.src] + 1];
-  for (uint32_t g = 0; g < num_groups; ++g) group_flow_begin[g + 1] += group_flow_begin[g];
-  group_flows.resize(flows.size());
-  {
-    std::vector<uint32_t> fill(group_flow_begin.begin(), group_flow_begin.end() - 1);
-    for (const FlowSpec& fl : flows) {  // flows are in start order: the source's arrival order
-      const uint32_t g = group_of[fl.src];
-      arrival_index[fl.id] = fill[g] - group_flow_begin[g];
-      group_flows[fill[g]++] = fl.id;
-    }
-  }
-  local.resize(num_groups);
-  mail_words = (num_groups + 63) / 64;
-  mail.reset(new std::atomic<uint64_t>[size_t{num_groups} * mail_words]);
-  for (size_t i = 0; i < size_t{num_groups} * mail_words; ++i) mail[i].store(0, std::memory_order_relaxed);
-  ack_delay.resize(flows.size());
-  ack_port.assign(flows.size(), kNoRoute);
-  ack_wait_nic = config.ack_queueing_nic;
-  nics.assign(num_groups, nullptr);
-  base_rtt.resize(flows.size());
-  receivers.resize(flows.size());
-  complete_ece.assign(flows.size(), 0);
-  outcomes.resize(flows.size());
-  struct Pair {
-    uint32_t writer, reader;
-    Timeslot d;
-  };
-  std::vector<Pair> pairs;  // (the receivers' group, the senders' group, ACK latency), one per flow between groups
-  for (const FlowSpec& fl : flows) {
-    Topology::Path fwd, rev;
-    const bool ok_fwd = topology.find_path(fl.src, fl.dst, fl.id, &fwd);
-    const bool ok_rev = topology.find_path(fl.dst, fl.src, fl.id, &rev);
-    Timeslot d = 1;
-    if (ok_rev)
-      d = config.ack_latency == AckLatency::kDataPath ? rev.latency : rev.latency - rev.links + 1;
-    else if (ok_fwd)
-      d = fwd.latency;
-    d = std::max<Timeslot>(d, 1);
-    ack_delay[fl.id] = d;
-    base_rtt[fl.id] = ok_fwd ? fwd.latency + d : 0;
-    if (ok_rev) {  // the port the ACK leaves the destination's ToR by (as the reverse path takes it)
-      Packet a{};
-      a.flow = fl.id;
-      a.src = fl.dst;
-      a.dst = fl.src;
-      ack_port[fl.id] = topology.routers[topology.endpoint_port[fl.dst].router].routes.route(a);
-    }
-    const uint32_t g = group_of[fl.src], h = group_of[fl.dst];
-    if (g != h) pairs.push_back({h, g, d});
-  }
-  // One channel per pair, with the smallest latency of its flows; listed by
-  // writer (pairs sorted so) and by reader (counted into place).
-  std::sort(pairs.begin(), pairs.end(),
-            [](const Pair& a, const Pair& b) { return std::tie(a.writer, a.reader) < std::tie(b.writer, b.reader); });
-  out_begin.assign(num_groups + 1, 0);
-  in_begin.assign(num_groups + 1, 0);
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const Pair& p = pairs[i];
-    if (i == 0 || p.writer != pairs[i - 1].writer || p.reader != pairs[i - 1].reader) {
-      channels.push_back(std::make_unique<AckChannel>());
-      out_refs.push_back({p.reader, channels.back().get()});
-      ++out_begin[p.writer + 1];
-      ++in_begin[p.reader + 1];
-    }
-    channels.back()->d_min = std::min(channels.back()->d_min, p.d);
-  }
-  for (uint32_t g = 0; g < num_groups; ++g) {
-    out_begin[g + 1] += out_begin[g];
-    in_begin[g + 1] += in_begin[g];
-  }
-  in_refs.resize(out_refs.size());
-  std::vector<uint32_t> fill(in_begin.begin(), in_begin.end() - 1);
-  for (uint32_t w = 0; w < num_groups; ++w)  // writers in order: each reader's list comes out sorted by writer
-    for (uint32_t i = out_begin[w]; i < out_begin[w + 1]; ++i)
-      in_refs[fill[out_refs[i].group]++] = {w, out_refs[i].channel};
-}
 
 namespace {
 
@@ -186,6 +37,12 @@ struct TimerEntry {
   Timeslot deadline;
   uint32_t arrival;  // index into the source's arrivals (flow order)
   bool operator>(const TimerEntry& o) const { return std::tie(deadline, arrival) > std::tie(o.deadline, o.arrival); }
+};
+
+struct ReadyEntry {  // a dependent flow released at `at`
+  Timeslot at;
+  uint32_t arrival;
+  bool operator>(const ReadyEntry& o) const { return std::tie(at, arrival) > std::tie(o.at, o.arrival); }
 };
 
 inline void relax(unsigned& spins) {
@@ -213,9 +70,23 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     senders_.resize(arrivals_.size());
     queued_timer_.assign(arrivals_.size(), kNever);
     in_nic_.assign(arrivals_.size(), 0);
+    if (sh.deps) {  // flows that wait for others: released by completions, not by their start
+      need_.assign(arrivals_.size(), 0);
+      for (size_t a = 0; a < arrivals_.size(); ++a) {
+        const uint32_t f = arrivals_[a].flow;
+        need_[a] = sh.deps->num_after(f);
+        if (!need_[a]) continue;
+        ++untriggered_;
+        if (arrivals_[a].remote) {
+          ++untriggered_remote_;
+          min_remote_gap_ = std::min(min_remote_gap_, sh.deps->gap[f]);
+        }
+      }
+    }
     next_remote_start_.assign(arrivals_.size() + 1, kNoRemoteTraffic);
     for (size_t i = arrivals_.size(); i-- > 0;)
-      next_remote_start_[i] = arrivals_[i].remote ? sh.flows[arrivals_[i].flow].start : next_remote_start_[i + 1];
+      next_remote_start_[i] = arrivals_[i].remote && !dependent(i) ? sh.flows[arrivals_[i].flow].start
+                                                                   : next_remote_start_[i + 1];
     for (uint32_t i = sh.in_begin[group_]; i < sh.in_begin[group_ + 1]; ++i)  // sorted by writer
       inbound_.push_back({sh.in_refs[i].group, sh.in_refs[i].channel->d_min, 0, sh.in_refs[i].channel});
   }
@@ -224,6 +95,12 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     // This group's sink has delivered timeslot `now` (the engine runs it first).
     sh_.progress[group_].delivered_before.store(now + 1, std::memory_order_release);
     collect_acks(now);
+    if (sh_.deps) {  // flows this group's sink received in full this timeslot
+      std::vector<uint32_t>& got = sh_.received[group_];
+      for (uint32_t f : got)
+        for (uint32_t j = sh_.rx_begin[f]; j < sh_.rx_begin[f + 1]; ++j) satisfy(sh_.rx_waiters[j], now);
+      got.clear();
+    }
     while (!pending_.empty() && pending_.top().due <= now) {
       const AckMsg m = pending_.top();
       pending_.pop();
@@ -249,12 +126,12 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     }
     while (next_arrival_ < arrivals_.size() && sh_.flows[arrivals_[next_arrival_].flow].start <= now) {
       const uint32_t a = static_cast<uint32_t>(next_arrival_++);
-      const FlowSpec& f = sh_.flows[arrivals_[a].flow];
-      senders_[a] = std::make_unique<TcpSender>(sh_.settings, f.size_pkts, sh_.base_rtt[f.id]);
-      ++sh_.nic_stats[group_].senders;
-      ++active_;
-      active_remote_ += arrivals_[a].remote;
-      after_event(a, now);
+      if (!dependent(a)) start(a, now);
+    }
+    while (!ready_.empty() && ready_.top().at <= now) {  // released dependent flows, in (release, flow) order
+      const uint32_t a = ready_.top().arrival;
+      ready_.pop();
+      start(a, now);
     }
     // Busy NICs in endpoint order (the engine's source contract).
     uint32_t n = 0;
@@ -295,6 +172,10 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   Timeslot remote_quiet_until(Timeslot now) override {
     if (remote_queued_) return now + 1;
     Timeslot q = next_remote_start_[next_arrival_];
+    // Dependent flows: released ones at their release; the others no sooner
+    // than a completion (a delivery or an ACK: from now + 1) plus their gap.
+    if (!ready_.empty()) q = std::min(q, ready_.top().at);
+    if (untriggered_remote_) q = std::min(q, now + 1 + min_remote_gap_);
     if (active_remote_) {
       // A remote sender has nothing to send until an ACK or its timer: the
       // earliest queued timer (entries are never later than the real deadline),
@@ -311,7 +192,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   // took (both counted on this core, up to `now`).
   bool busy_after(Timeslot, int64_t* in_transit) override {
     *in_transit += static_cast<int64_t>(sh_.ack_stats[group_].sent) - static_cast<int64_t>(acks_taken_);
-    if (next_arrival_ < arrivals_.size() || active_) return true;
+    if (next_arrival_ < arrivals_.size() || active_ || untriggered_ || !ready_.empty()) return true;
     for (uint64_t w : busy_)
       if (w) return true;
     return false;
@@ -333,6 +214,29 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   };
 
   uint32_t arrival_of(uint32_t flow) const { return sh_.arrival_index[flow]; }
+  bool dependent(size_t a) const { return !need_.empty() && sh_.deps->num_after(arrivals_[a].flow) != 0; }
+
+  // Flow `a` arrives at its source now: a sender, and what its window allows.
+  void start(uint32_t a, Timeslot now) {
+    const FlowSpec& f = sh_.flows[arrivals_[a].flow];
+    senders_[a] = std::make_unique<TcpSender>(sh_.settings, f.size_pkts, sh_.base_rtt[f.id]);
+    ++sh_.nic_stats[group_].senders;
+    ++active_;
+    active_remote_ += arrivals_[a].remote;
+    after_event(a, now);
+  }
+
+  // One dependency of flow `waiter` (this group's) completed at `now`: the
+  // last one releases it `gap` later.
+  void satisfy(uint32_t waiter, Timeslot now) {
+    const uint32_t a = arrival_of(waiter);
+    if (--need_[a] != 0) return;
+    const Timeslot at = std::max(sh_.flows[waiter].start, now + sh_.deps->gap[waiter]);
+    (*sh_.release)[waiter] = at;
+    ready_.push({at, a});
+    --untriggered_;
+    untriggered_remote_ -= arrivals_[a].remote;
+  }
 
   // Move every ACK due by `now` into pending_: wait until each sending group
   // has delivered timeslot now - d_min, then drain the channels that have
@@ -402,6 +306,8 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       remote_queued_ += ar.remote;
     }
     if (s.done()) {
+      if (sh_.deps)  // flows of this endpoint waiting for this send
+        for (uint32_t j = sh_.tx_begin[ar.flow]; j < sh_.tx_begin[ar.flow + 1]; ++j) satisfy(sh_.tx_waiters[j], now);
       SenderOutcome& o = sh_.outcomes[ar.flow];
       const SenderStats& st = s.stats();
       o.segments_sent = static_cast<uint32_t>(st.segments_sent);
@@ -447,6 +353,12 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   uint32_t active_ = 0, active_remote_ = 0;
   uint32_t remote_queued_ = 0;  // segments for outside the group in the NICs
   uint64_t acks_taken_ = 0;     // ACKs handled (stop when done)
+  // Flows that wait for others (ClosedLoopShared::deps): by arrival, the
+  // dependencies still to complete; released flows by release time.
+  std::vector<uint32_t> need_;
+  std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<ReadyEntry>> ready_;
+  uint32_t untriggered_ = 0, untriggered_remote_ = 0;  // dependent flows not yet released (for outside the group)
+  Timeslot min_remote_gap_ = kNoRemoteTraffic;         // the smallest gap of a dependent flow for outside
 };
 
 class ClosedLoopSink final : public TrafficSink {
@@ -534,6 +446,7 @@ class ClosedLoopSink final : public TrafficSink {
     if (p.ce()) ++s.marked;
     if (++s.delivered == f.size_pkts) {
       s.finish = now;
+      if (sh_.has_rx_waiters(p.flow)) sh_.received[group_].push_back(p.flow);  // its source starts them
       if (r->idle() && r->next_expected() == f.size_pkts) {
         sh_.complete_ece[p.flow] = r->ece_latched();
         r.reset();

@@ -19,6 +19,7 @@
 namespace flexplane {
 
 struct FlowState;
+struct FlowDeps;
 
 inline constexpr Timeslot FlowTrafficNotSent = ~Timeslot{0};
 
@@ -137,6 +138,17 @@ struct ClosedLoopShared {
   std::vector<std::unique_ptr<Receiver>> receivers;
   std::vector<uint8_t> complete_ece;                    // by flow: the freed receiver's latched ECE
   std::vector<SenderOutcome> outcomes;                  // by flow: written by the source's core when done
+
+  // Flows that wait for others (emulator/workload/collective.h); all empty
+  // without. A flow's waiters start at its source's or its destination's
+  // endpoint, so each completion is handled on the core that saw it.
+  void set_dependencies(const FlowDeps& d, std::vector<Timeslot>& release_out);
+  const FlowDeps* deps = nullptr;
+  std::vector<uint32_t> rx_begin, rx_waiters;  // by flow: flows from its destination waiting for its last packet
+  std::vector<uint32_t> tx_begin, tx_waiters;  // by flow: flows from its source waiting for its last ACK
+  std::vector<std::vector<uint32_t>> received;  // by group: flows with rx waiters received in full this timeslot (its sink, then its source)
+  std::vector<Timeslot>* release = nullptr;     // by flow: when a dependent flow was released (its source's core)
+  bool has_rx_waiters(uint32_t flow) const { return !rx_begin.empty() && rx_begin[flow + 1] != rx_begin[flow]; }
 };
 
 std::unique_ptr<TrafficSource> make_closed_loop_source(ClosedLoopShared& sh, const std::vector<EndpointId>& group,

@@ -4,6 +4,7 @@
 
 #include "api/params.h"
 #include "emulator/traffic/closed_loop_internal.h"
+#include "emulator/workload/collective.h"
 
 namespace flexplane {
 
@@ -157,7 +158,8 @@ FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, Endpoint
       num_endpoints_(num_endpoints),
       stamping_(stamping),
       states_(flows.size()),
-      first_sent_(flows.size(), kNotSent) {
+      first_sent_(flows.size(), kNotSent),
+      release_(flows.size()) {
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];
     if (f.id != i) throw ConfigError("flows: ids must be dense and in order (flow at index " + std::to_string(i) +
@@ -165,6 +167,7 @@ FlowTraffic::FlowTraffic(const FlowList& flows, uint32_t num_endpoints, Endpoint
     if (f.src >= num_endpoints || f.dst >= num_endpoints || f.src == f.dst || f.size_pkts == 0)
       throw ConfigError("flows: flow " + std::to_string(i) + " has a bad source, destination or size");
     if (i && flows[i - 1].start > f.start) throw ConfigError("flows: flows must be sorted by start time");
+    release_[i] = f.start;
   }
   groups_.group_of.assign(num_endpoints, Groups::kNone);
   groups_.local_of.assign(num_endpoints, 0);
@@ -189,7 +192,12 @@ FlowTraffic::~FlowTraffic() = default;
 
 void FlowTraffic::enable_transport(const Topology& topology, const TransportConfig& config, double timeslot_ns) {
   if (topology.num_endpoints != num_endpoints_) throw ConfigError("transport: topology and flow list disagree");
+  const bool deps = deps_ && !deps_->empty();
+  if (deps && !config.enabled)
+    throw ConfigError("transport.kind: a collective's sends start when others complete, which only closed-loop "
+                      "flows drive: give a transport (e.g. transport: {kind: dctcp})");
   closed_loop_ = config.enabled ? std::make_unique<ClosedLoopShared>(flows_, topology, config, timeslot_ns) : nullptr;
+  if (deps) closed_loop_->set_dependencies(*deps_, release_);
 }
 
 const std::vector<SenderOutcome>& FlowTraffic::sender_outcomes() const {

@@ -28,11 +28,17 @@ struct FlowState {
 };
 
 struct ClosedLoopShared;
+struct FlowDeps;
 
 class FlowTraffic final : public Traffic {
  public:
   FlowTraffic(const FlowList& flows, uint32_t num_endpoints, EndpointStamping stamping);
   ~FlowTraffic() override;
+  // Flows that wait for others (a collective, emulator/workload/collective.h),
+  // before enable_transport; `deps` must outlive the traffic. Only closed
+  // loop drives them: enable_transport refuses them without a transport.
+  void set_dependencies(const FlowDeps* deps) { deps_ = deps; }
+  const FlowDeps* dependencies() const { return deps_; }
   // Drive every flow with a transport (before the engine is built). Throws
   // ConfigError for settings the engine cannot drive.
   void enable_transport(const Topology& topology, const TransportConfig& config, double timeslot_ns);
@@ -71,6 +77,10 @@ class FlowTraffic final : public Traffic {
   // source's core only); kNotSent if it never did.
   static constexpr Timeslot kNotSent = ~Timeslot{0};
   const std::vector<Timeslot>& first_sent() const { return first_sent_; }
+  // Timeslot each flow arrived at its source: its start, or for a flow with
+  // dependencies the timeslot they released it (written by the source's
+  // core; its start, a lower bound, if never released).
+  const std::vector<Timeslot>& release() const { return release_; }
   bool finished(uint32_t flow) const { return states_[flow].delivered == flows_[flow].size_pkts; }
   // Packets that reached an endpoint where no flow expected them: an unknown
   // flow id, a destination outside the receiving group, or more packets than
@@ -83,6 +93,8 @@ class FlowTraffic final : public Traffic {
   EndpointStamping stamping_;
   std::vector<FlowState> states_;
   std::vector<Timeslot> first_sent_;
+  std::vector<Timeslot> release_;
+  const FlowDeps* deps_ = nullptr;
   std::vector<std::unique_ptr<uint64_t>> unexpected_;  // one counter per sink (each on its own core)
   std::unique_ptr<ClosedLoopShared> closed_loop_;
   void add_group(const std::vector<EndpointId>& group);  // open loop; no-op if known

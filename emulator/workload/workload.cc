@@ -41,7 +41,8 @@ struct Choice {
   const char* name;
   E value;
 };
-constexpr Choice<WorkloadKind> kKinds[] = {{"poisson", WorkloadKind::kPoisson}, {"trace", WorkloadKind::kTrace}};
+constexpr Choice<WorkloadKind> kKinds[] = {
+    {"poisson", WorkloadKind::kPoisson}, {"trace", WorkloadKind::kTrace}, {"collective", WorkloadKind::kCollective}};
 
 // Strict reading of one `key: value` of the workload map.
 class Field {
@@ -101,12 +102,14 @@ const char* to_string(WorkloadKind kind) {
 WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, const std::string& base_dir,
                             const std::string& file) {
   if (!node.IsMap()) throw ConfigError(where + ": expected a mapping of workload settings");
-  static const char* kKeys[] = {"kind", "pattern", "load",               "size_cdf", "fixed_size_pkts",
-                                "trace", "seed",    "duration_timeslots", "max_flows"};
+  static const char* kKeys[] = {"kind",         "pattern",      "load",       "size_cdf",
+                                "fixed_size_pkts", "trace",     "seed",       "duration_timeslots",
+                                "max_flows",    "collective",   "sends",      "ranks",
+                                "rank_stride",  "message_pkts", "iterations", "compute_gap_timeslots"};
   WorkloadSpec spec;
   spec.where = where;
   std::vector<std::string> seen;
-  std::string cdf_at, trace_at;
+  std::string cdf_at, trace_at, sends_at;
   // Where a key was written: its own line and column when the file is known.
   auto key_at = [&](const YAML::Node& k, const std::string& key) {
     return file.empty() || k.Mark().line < 0 ? where + "." + key : yaml::where(file, k, "workload." + key);
@@ -115,21 +118,35 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
   if (const YAML::Node p = node["pattern"]) spec.pattern = Field(where + ".pattern", p).text();
   const ComponentInfo<TrafficPattern>& pattern =
       Registry<TrafficPattern>::instance().get(spec.pattern, where + ".pattern ('" + spec.pattern + "')");
-  auto declares = [](const ComponentInfo<TrafficPattern>& info, const std::string& key) {
+  // A collective's parameters are keys of this map too (kind: collective).
+  const ComponentInfo<Collective>* collective = nullptr;
+  if (const YAML::Node c = node["collective"]) {
+    spec.collective = Field(where + ".collective", c).text();
+    collective = &Registry<Collective>::instance().get(spec.collective, where + ".collective ('" + spec.collective + "')");
+  }
+  auto declares = [](const auto& info, const std::string& key) {
     return std::any_of(info.params.begin(), info.params.end(), [&](const ParamDesc& d) { return d.name == key; });
   };
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+      if (collective && declares(*collective, key)) {  // a parameter of the collective
+        spec.collective_params.set(key, Field(key_at(kv.first, key), kv.second).text(), key_at(kv.first, key));
+        seen.push_back(key);
+        continue;
+      }
       if (declares(pattern, key)) {  // a parameter of the pattern
         spec.pattern_params.set(key, Field(key_at(kv.first, key), kv.second).text(), key_at(kv.first, key));
         seen.push_back(key);
         continue;
       }
-      std::string patterns, known;
+      std::string patterns, collectives, known;
       for (const auto& [name, info] : Registry<TrafficPattern>::instance().all())
         if (declares(info, key)) patterns += (patterns.empty() ? "" : ", ") + name;
+      for (const auto& [name, info] : Registry<Collective>::instance().all())
+        if (declares(info, key)) collectives += (collectives.empty() ? "" : ", ") + name;
       if (!patterns.empty()) throw ConfigError(key_at(kv.first, key) + ": only applies with pattern: " + patterns);
+      if (!collectives.empty()) throw ConfigError(key_at(kv.first, key) + ": only applies with collective: " + collectives);
       for (const char* k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
       for (const auto& d : pattern.params) known += ", " + d.name;
       throw ConfigError(key_at(kv.first, key) + ": unknown key '" + key + "' (known: " + known + ")");
@@ -162,6 +179,25 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
     } else if (key == "max_flows") {
       spec.max_flows = f.get<uint64_t>("a whole number");
       if (spec.max_flows == 0) f.fail("must be >= 1");
+    } else if (key == "collective") {  // read above
+    } else if (key == "sends") {
+      if (f.text().empty()) f.fail("expected a file path");
+      spec.sends_path = resolve(f.text(), base_dir);
+      sends_at = f.at();
+    } else if (key == "ranks") {
+      spec.shape.ranks = f.get<uint32_t>("a whole number of ranks");
+      if (spec.shape.ranks < 2) f.fail("a collective needs >= 2 ranks");
+    } else if (key == "rank_stride") {
+      spec.shape.rank_stride = f.get<uint32_t>("a whole number of endpoints");
+      if (spec.shape.rank_stride == 0) f.fail("must be >= 1");
+    } else if (key == "message_pkts") {
+      spec.shape.message_pkts = f.get<uint32_t>("a whole number of packets");
+      if (spec.shape.message_pkts == 0) f.fail("must be >= 1 packet");
+    } else if (key == "iterations") {
+      spec.shape.iterations = f.get<uint32_t>("a whole number");
+      if (spec.shape.iterations == 0) f.fail("must be >= 1");
+    } else if (key == "compute_gap_timeslots") {
+      spec.shape.compute_gap = f.get<uint64_t>("a whole number of timeslots");
     }
   }
   auto has = [&](const char* k) { return std::find(seen.begin(), seen.end(), k) != seen.end(); };
@@ -169,6 +205,32 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
     if (has(k)) throw ConfigError(where + "." + k + ": only applies with " + condition);
   };
 
+  static const char* kCollectiveKeys[] = {"collective",   "sends",      "ranks",
+                                          "rank_stride",  "message_pkts", "iterations", "compute_gap_timeslots"};
+  if (spec.kind == WorkloadKind::kCollective) {
+    for (const char* k : {"pattern", "load", "size_cdf", "fixed_size_pkts", "trace", "duration_timeslots", "seed"})
+      only_with(k, "kind: poisson or trace (a collective's flows start when their dependencies complete)");
+    for (const auto& [k, v] : spec.pattern_params.entries) only_with(k.c_str(), "kind: poisson");
+    if (has("collective") == has("sends"))
+      throw ConfigError(where + ": kind: collective needs exactly one of `collective: <name>` (known: " +
+                        [] {
+                          std::string n;
+                          for (const auto& name : Registry<Collective>::instance().names()) n += (n.empty() ? "" : ", ") + name;
+                          return n;
+                        }() + ") or `sends: <send list CSV>`");
+    if (has("sends")) {
+      for (const char* k : {"ranks", "rank_stride", "message_pkts", "iterations", "compute_gap_timeslots"})
+        only_with(k, "collective: <name> (a send list fixes every send)");
+      yaml::require_input_file(spec.sends_path, sends_at);
+      return spec;
+    }
+    if (!has("message_pkts")) throw ConfigError(where + ": collective: " + spec.collective + " needs `message_pkts: <packets>`");
+    ParamValues values = spec.collective_params;  // parsed now so that their errors surface at config time
+    values.where = where;
+    collective->make(values, nullptr);
+    return spec;
+  }
+  for (const char* k : kCollectiveKeys) only_with(k, "kind: collective");
   if (spec.kind == WorkloadKind::kTrace) {
     for (const char* k : {"pattern", "load", "size_cdf", "fixed_size_pkts", "max_flows"})
       only_with(k, "kind: poisson (a trace fixes every flow)");
@@ -202,6 +264,27 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
 std::vector<std::pair<std::string, std::string>> describe(const WorkloadSpec& spec) {
   std::vector<std::pair<std::string, std::string>> out;
   out.emplace_back("kind", to_string(spec.kind));
+  if (spec.kind == WorkloadKind::kCollective) {
+    if (!spec.sends_path.empty()) {
+      out.emplace_back("sends", spec.sends_path);
+    } else {
+      out.emplace_back("collective", spec.collective);
+      ResolvedParams resolved;
+      if (const auto* info = Registry<Collective>::instance().find(spec.collective)) {
+        ParamValues values = spec.collective_params;
+        values.where = spec.where;
+        info->make(values, &resolved);
+      }
+      for (auto& kv : resolved) out.push_back(kv);
+      out.emplace_back("ranks", std::to_string(spec.shape.ranks));
+      out.emplace_back("rank_stride", std::to_string(spec.shape.rank_stride));
+      out.emplace_back("message_pkts", std::to_string(spec.shape.message_pkts));
+      out.emplace_back("iterations", std::to_string(spec.shape.iterations));
+      out.emplace_back("compute_gap_timeslots", std::to_string(spec.shape.compute_gap));
+    }
+    out.emplace_back("max_flows", std::to_string(spec.max_flows));
+    return out;
+  }
   if (spec.kind == WorkloadKind::kTrace) {
     out.emplace_back("trace", spec.trace_path);
     out.emplace_back("duration_timeslots", std::to_string(spec.duration));
@@ -276,17 +359,36 @@ void check_endpoints(const WorkloadSpec& spec, uint32_t num_endpoints) {
                       " endpoints, the topology has " + std::to_string(num_endpoints));
 }
 
+// A collective's flows and dependencies (kind collective).
+FlowList collective_flows(const WorkloadSpec& spec, uint32_t num_endpoints, FlowDeps* deps) {
+  FlowList flows;
+  if (!spec.sends_path.empty()) {
+    flows = read_send_list(spec.sends_path, num_endpoints, deps);
+    if (flows.size() > spec.max_flows)
+      throw ConfigError(spec.where + ".max_flows: the send list has " + std::to_string(flows.size()) +
+                        " sends, more than max_flows = " + std::to_string(spec.max_flows));
+    return flows;
+  }
+  ParamValues values = spec.collective_params;
+  values.where = spec.where;
+  const auto c = Registry<Collective>::instance().get(spec.collective, spec.where + ".collective").make(values, nullptr);
+  return expand_collective(*c, spec.shape, num_endpoints, spec.max_flows, spec.where, deps);
+}
+
 }  // namespace
 
 void validate_workload(const WorkloadSpec& spec, uint32_t num_endpoints) {
   check_endpoints(spec, num_endpoints);
-  if (spec.kind == WorkloadKind::kTrace)
+  if (spec.kind == WorkloadKind::kCollective) {
+    FlowDeps deps;
+    collective_flows(spec, num_endpoints, &deps);
+  } else if (spec.kind == WorkloadKind::kTrace)
     read_flow_trace(spec.trace_path, num_endpoints);  // every row, against this topology
   else
     poisson_setup(spec, num_endpoints);
 }
 
-FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats) {
+FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats, FlowDeps* deps) {
   const std::string& where = spec.where;
   check_endpoints(spec, num_endpoints);
   WorkloadStats local;
@@ -294,6 +396,15 @@ FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, Worklo
   st = WorkloadStats{};
 
   FlowList flows;
+  if (spec.kind == WorkloadKind::kCollective) {
+    if (!deps)
+      throw ConfigError(where + ".kind: a collective's sends wait for each other, which only virtual-time runs with a "
+                        "closed-loop transport drive (flexplane-emulator run)");
+    flows = collective_flows(spec, num_endpoints, deps);
+    st.num_flows = flows.size();
+    for (const auto& f : flows) st.total_pkts += f.size_pkts;
+    return flows;  // offered load: not known before the run (starts depend on completions)
+  }
   if (spec.kind == WorkloadKind::kTrace) {
     flows = read_flow_trace(spec.trace_path, num_endpoints);
     if (spec.duration) {  // sorted by start, ids dense in that order: truncating keeps both

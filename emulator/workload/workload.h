@@ -38,6 +38,7 @@
 #include "api/params.h"
 #include "api/rng.h"
 #include "api/flow.h"
+#include "emulator/workload/collective.h"
 #include "emulator/workload/size_distribution.h"
 
 namespace YAML {
@@ -47,9 +48,9 @@ class Emitter;
 
 namespace flexplane {
 
-enum class WorkloadKind { kPoisson, kTrace };
+enum class WorkloadKind { kPoisson, kTrace, kCollective };
 
-const char* to_string(WorkloadKind kind);  // "poisson" | "trace"
+const char* to_string(WorkloadKind kind);  // "poisson" | "trace" | "collective"
 
 // YAML keys are the names in [brackets]; see parse_workload.
 struct WorkloadSpec {
@@ -64,6 +65,11 @@ struct WorkloadSpec {
                                   //   poisson: required (> 0); trace: 0 = keep every flow
   uint64_t seed = 1;              // [seed] workload random seed
   uint64_t max_flows = 10'000'000;  // [max_flows] refuse to generate more (memory guard: 24 B per flow)
+  // kind collective (emulator/workload/collective.h): exactly one of
+  std::string collective;         // [collective] a registered Collective
+  ParamValues collective_params;  //   its parameters (e.g. [fanout] for tree_allreduce), as given
+  CollectiveShape shape;          //   [ranks] [rank_stride] [message_pkts] [iterations] [compute_gap_timeslots]
+  std::string sends_path;         // [sends] a send list (resolved path)
 
   std::string where = "workload";  // config location, used to prefix errors raised at generation time
 };
@@ -104,9 +110,13 @@ SizeDistribution size_distribution(const WorkloadSpec& spec);
 // `check` and `run` both call it (emulator/run/setup.h validate_run).
 void validate_workload(const WorkloadSpec& spec, uint32_t num_endpoints);
 
-// Generates (poisson) or reads (trace) the run's flows. Throws ConfigError
-// (prefixed with spec.where) if the spec does not fit num_endpoints.
-FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats = nullptr);
+// Generates (poisson, collective) or reads (trace, collective sends) the
+// run's flows. Throws ConfigError (prefixed with spec.where) if the spec does
+// not fit num_endpoints. A collective's flows wait for each other: its
+// dependencies go to `deps`; without `deps` (callers that cannot drive
+// dependencies: live endpoints) a collective is a ConfigError.
+FlowList generate_flows(const WorkloadSpec& spec, uint32_t num_endpoints, WorkloadStats* stats = nullptr,
+                        FlowDeps* deps = nullptr);
 
 
 }  // namespace flexplane
