@@ -23,7 +23,10 @@ enum PacketFlag : uint8_t {
   kFlagEct = 1u << 0,  // ECN-capable transport: may be CE-marked instead of dropped
   kFlagCe = 1u << 1,   // congestion experienced (set by mark_ecn)
   kFlagCwr = 1u << 2,  // RFC 3168 CWR from a closed-loop sender (transports/); schemes ignore it
+  kFlagSyn = 1u << 3,  // a closed-loop sender's SYN (transport.handshake; seq kSynSeq); schemes ignore it
 };
+// The seq of a SYN (kFlagSyn): no data packet has it (a flow has < 2^32 - 1 packets).
+inline constexpr uint32_t kSynSeq = ~uint32_t{0};
 
 struct Packet {
   uint32_t flow;        // flow id, unique within a run

@@ -11,7 +11,7 @@ constexpr uint64_t kUnlimited = uint64_t{1} << 62;
 
 }  // namespace
 
-TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Timeslot base_rtt)
+TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Timeslot base_rtt, Timeslot syn_rtt)
     : s_(settings),
       size_(size_pkts),
       fast_retransmit_(settings.kind != TransportKind::kPfabric),
@@ -25,8 +25,10 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
     if (iw == 0 || fixed_rto_ == 0)
       throw ConfigError("transport pfabric: the path's base RTT is unknown, so pfabric_initial_cwnd_pkts and "
                         "pfabric_rto_us must be set");
+  } else if (syn_rtt > 0) {
+    rtt_.sample(syn_rtt);  // what the handshake measured
   } else if (base_rtt > 0) {
-    rtt_.sample(base_rtt);  // what the handshake would have measured
+    rtt_.sample(base_rtt);  // what the handshake would have measured on an idle path
   }
   if (s_.kind == TransportKind::kDcqcn) {
     if (base_rtt == 0) throw ConfigError("transport dcqcn: the path's base RTT is unknown, so there is no window");

@@ -84,8 +84,10 @@ class TcpSender {
   // timeslots (0 = unknown). If known it seeds the RTT estimator, as the
   // handshake's SYN/SYN-ACK sample does in a real stack, and gives pfabric
   // its BDP window and RTO. pfabric needs it unless both pfabric values are
-  // set explicitly (ConfigError otherwise).
-  TcpSender(const TransportSettings& settings, uint32_t size_pkts, Timeslot base_rtt = 0);
+  // set explicitly (ConfigError otherwise). syn_rtt: the handshake's own
+  // sample when one was taken (transport.handshake; 0 = none): it seeds the
+  // estimator instead of base_rtt.
+  TcpSender(const TransportSettings& settings, uint32_t size_pkts, Timeslot base_rtt = 0, Timeslot syn_rtt = 0);
 
   // An ACK arrived at `now`.
   void on_ack(const Ack& ack, Timeslot now);

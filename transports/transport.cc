@@ -118,6 +118,9 @@ const ParamSchema<TransportParams>& transport_param_schema() {
       param(&P::swift_beta, "swift_beta", "swift: decrease factor per share of the delay above the target",
             {1e-3, 1}),
       param(&P::swift_max_mdf, "swift_max_mdf", "swift: largest multiplicative decrease at once", {1e-3, 1}),
+      param(&P::handshake, "handshake",
+            "open each flow with a SYN / SYN-ACK exchange that waits in the same NIC and switch queues as data "
+            "(FCT then includes it, like ns-3's and real stacks'); a lost SYN is resent after initial_rto_us, doubling"),
       param(&P::max_reordering_pkts, "max_reordering_pkts",
             "with sack: raise the loss threshold to the reordering seen in SACKs and D-SACKs, up to this many packets "
             "(Linux's tcp_max_reordering is 300); 0 = dupack_threshold stays fixed",
@@ -166,6 +169,7 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.swift_ai_pkts = p.swift_ai_pkts;
   s.swift_beta = p.swift_beta;
   s.swift_max_mdf = p.swift_max_mdf;
+  s.handshake = p.handshake;
   return s;
 }
 

@@ -137,6 +137,7 @@ struct TransportParams {
   double swift_ai_pkts = 1;                // swift: additive increase per window of ACKs below the target
   double swift_beta = 0.8;                 // swift: multiplicative decrease per share of delay above the target
   double swift_max_mdf = 0.5;              // swift: largest decrease at once (cwnd x (1 - max_mdf))
+  bool handshake = false;                  // a SYN / SYN-ACK exchange before the data (closed loop; SYN RTO: initial_rto_us)
 
   void validate(const std::string& where) const;
   // What depends on the kind too (sack: not for pfabric); `where` names the field.
@@ -173,6 +174,7 @@ struct TransportSettings {
   double swift_ai_pkts = 1;
   double swift_beta = 0.8;
   double swift_max_mdf = 0.5;
+  bool handshake = false;  // SYN before data; a lost SYN is resent after initial_rto, doubling up to max_rto
 };
 
 // µs -> whole timeslots, rounded up, at least 1.

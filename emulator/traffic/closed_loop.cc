@@ -68,6 +68,10 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       arrivals_.push_back({f.id, sh.local_index[f.src], sh.group_of[f.dst] != group_});
     }
     senders_.resize(arrivals_.size());
+    if (sh.settings.handshake) {
+      syn_tries_.assign(arrivals_.size(), kNoSyn);
+      syn_at_.assign(arrivals_.size(), 0);
+    }
     queued_timer_.assign(arrivals_.size(), kNever);
     in_nic_.assign(arrivals_.size(), 0);
     if (sh.deps) {  // flows that wait for others: released by completions, not by their start
@@ -106,6 +110,10 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
       pending_.pop();
       ++acks_taken_;
       const uint32_t a = arrival_of(m.flow);
+      if (m.ack.trigger_seq == kSynSeq) {  // a SYN-ACK: the first opens the flow, duplicates are ignored
+        if (!syn_tries_.empty() && syn_tries_[a] != kNoSyn) open(a, now);
+        continue;
+      }
       if (TcpSender* s = senders_[a].get()) {
         s->on_ack(m.ack, now);
         after_event(a, now);
@@ -122,6 +130,9 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
         if (s->stats().timeouts != before && in_nic_[t.arrival] > 0)  // the RTO fired with its own data queued
           ++sh_.nic_stats[group_].s.timeouts_with_data_in_nic;
         after_event(t.arrival, now);
+      } else if (!syn_tries_.empty() && syn_tries_[t.arrival] != kNoSyn) {  // no SYN-ACK in time: resend
+        if (syn_tries_[t.arrival] < 62) ++syn_tries_[t.arrival];
+        send_syn(t.arrival, now);
       }
     }
     while (next_arrival_ < arrivals_.size() && sh_.flows[arrivals_[next_arrival_].flow].start <= now) {
@@ -142,25 +153,29 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
         const NicSlot e = nic.front();
         const Arrival& ar = arrivals_[e.arrival];
         const FlowSpec& f = sh_.flows[ar.flow];
+        const bool syn = e.flags & NicSlot::kSyn;
         Packet& p = out[n];
         p = Packet{};
         p.flow = f.id;
         p.seq = e.seq;
         p.src = f.src;
         p.dst = f.dst;
-        p.size_bytes = stamping_.packet_bytes;
-        p.flags = static_cast<uint8_t>((e.flags & NicSlot::kEct ? kFlagEct : 0) | (e.flags & NicSlot::kCwr ? kFlagCwr : 0));
+        p.size_bytes = stamping_.packet_bytes;  // a SYN takes a timeslot too (docs/transports.md, "Handshake")
+        p.flags = static_cast<uint8_t>((e.flags & NicSlot::kEct ? kFlagEct : 0) | (e.flags & NicSlot::kCwr ? kFlagCwr : 0) |
+                                       (syn ? kFlagSyn : 0));
         p.priority = stamping_.priority == PriorityStamp::kFlowSize        ? f.size_pkts
-                     : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - e.seq
+                     : stamping_.priority == PriorityStamp::kRemainingSize ? f.size_pkts - (syn ? 0 : e.seq)
                                                                            : 0;
         p.custom[0] = stamping_.slack_ns;
         local[n++] = l;
-        if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
-        NicWaitStats& ns = sh_.nic_stats[group_].s;
-        const Timeslot wait = e.wait(now);
-        ns.waited += wait;
-        ns.max_wait = std::max<uint64_t>(ns.max_wait, wait);
-        ns.waits.add(wait);
+        if (!syn) {  // data: its first packet and its NIC wait (a SYN's is in the FCT, not here)
+          if (first_sent_[f.id] == FlowTrafficNotSent) first_sent_[f.id] = now;
+          NicWaitStats& ns = sh_.nic_stats[group_].s;
+          const Timeslot wait = e.wait(now);
+          ns.waited += wait;
+          ns.max_wait = std::max<uint64_t>(ns.max_wait, wait);
+          ns.waits.add(wait);
+        }
         remote_queued_ -= ar.remote;
         --in_nic_[e.arrival];
         nic.pop();
@@ -217,13 +232,47 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   bool dependent(size_t a) const { return !need_.empty() && sh_.deps->num_after(arrivals_[a].flow) != 0; }
 
   // Flow `a` arrives at its source now: a sender, and what its window allows.
+  // With transport.handshake, its SYN first; the sender once the SYN-ACK is back.
   void start(uint32_t a, Timeslot now) {
-    const FlowSpec& f = sh_.flows[arrivals_[a].flow];
-    senders_[a] = std::make_unique<TcpSender>(sh_.settings, f.size_pkts, sh_.base_rtt[f.id]);
     ++sh_.nic_stats[group_].senders;
     ++active_;
     active_remote_ += arrivals_[a].remote;
+    if (!syn_tries_.empty()) {
+      syn_tries_[a] = 0;
+      syn_at_[a] = now;
+      send_syn(a, now);
+      return;
+    }
+    open(a, now);
+  }
+
+  // The flow's sender (its handshake, if any, is done), and what its window allows.
+  void open(uint32_t a, Timeslot now) {
+    Timeslot syn_rtt = 0;  // the handshake's RTT sample: from the first SYN's start, unless it was resent (Karn)
+    if (!syn_tries_.empty()) {
+      if (syn_tries_[a] == 0) syn_rtt = std::max<Timeslot>(now - syn_at_[a], 1);
+      syn_tries_[a] = kNoSyn;
+      queued_timer_[a] = kNever;  // the SYN's timer entry, if still queued, is superseded
+    }
+    const FlowSpec& f = sh_.flows[arrivals_[a].flow];
+    senders_[a] = std::make_unique<TcpSender>(sh_.settings, f.size_pkts, sh_.base_rtt[f.id], syn_rtt);
     after_event(a, now);
+  }
+
+  // A SYN joins the NIC; resent if no SYN-ACK came after initial_rto << tries (capped at max_rto).
+  void send_syn(uint32_t a, Timeslot now) {
+    const Arrival& ar = arrivals_[a];
+    NicFifo& nic = nics_[ar.local];
+    if (nic.empty()) busy_bit(ar.local);
+    nic.push({a, kSynSeq, static_cast<uint32_t>(now), NicSlot::kSyn});
+    ++in_nic_[a];
+    remote_queued_ += ar.remote;
+    const unsigned tries = syn_tries_[a];
+    const Timeslot rto = sh_.settings.initial_rto > (sh_.settings.max_rto >> tries)
+                             ? sh_.settings.max_rto
+                             : std::min(sh_.settings.initial_rto << tries, sh_.settings.max_rto);
+    queued_timer_[a] = now + rto;
+    timers_.push({now + rto, a});
   }
 
   // One dependency of flow `waiter` (this group's) completed at `now`: the
@@ -356,6 +405,11 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   // Flows that wait for others (ClosedLoopShared::deps): by arrival, the
   // dependencies still to complete; released flows by release time.
   std::vector<uint32_t> need_;
+  // transport.handshake (empty without): by arrival, SYNs resent so far, or
+  // kNoSyn when no handshake is under way (not started, or open).
+  static constexpr uint8_t kNoSyn = 0xFF;
+  std::vector<uint8_t> syn_tries_;
+  std::vector<Timeslot> syn_at_;  // by arrival: when its first SYN joined the NIC (the RTT sample's start)
   std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<ReadyEntry>> ready_;
   uint32_t untriggered_ = 0, untriggered_remote_ = 0;  // dependent flows not yet released (for outside the group)
   Timeslot min_remote_gap_ = kNoRemoteTraffic;         // the smallest gap of a dependent flow for outside
@@ -377,29 +431,22 @@ class ClosedLoopSink final : public TrafficSink {
     const QueueBank* bank = queueing_ ? &sh_.tor[group_]->bank() : nullptr;
     for (uint32_t i = 0; i < n; ++i) {
       const Packet& p = pkts[i];
+      const bool syn = (p.flags & kFlagSyn) && p.seq == kSynSeq && sh_.settings.handshake;
       if (__builtin_expect(p.flow >= states_.size() || p.dst >= sh_.group_of.size() ||
                                sh_.group_of[p.dst] != group_ || sh_.flows[p.flow].dst != p.dst ||
-                               p.seq >= sh_.flows[p.flow].size_pkts,
+                               (p.seq >= sh_.flows[p.flow].size_pkts && !syn),
                            0)) {
         ++*unexpected_;
         continue;
       }
       const FlowSpec& f = sh_.flows[p.flow];
-      FlowState& s = states_[p.flow];
-      const Receiver::Acks acks = receive(p, f, s, now);
       if (log_ && log_->log_deliveries()) log_->on_deliver(p, now);
-      const uint32_t to = sh_.group_of[f.src];
-      for (uint32_t k = 0; k < acks.n; ++k) {
-        AckMsg m{now + sh_.ack_delay[p.flow], p.flow, acks.ack[k]};
-        if (bank && !queue_ack(*bank, f, &m.due)) continue;  // lost in a full port
-        ++sh_.ack_stats[group_].sent;
-        if (to == group_) {
-          sh_.local[group_].acks.push_back(m);
-        } else {
-          if (std::find(touched_.begin(), touched_.end(), to) == touched_.end()) touched_.push_back(to);
-          outbox_.push_back({to, m});
-        }
+      if (syn) {  // every SYN, resent ones too, is answered by a SYN-ACK on the ACKs' way back
+        send_ack(f, Ack(0, kSynSeq), now, bank);
+        continue;
       }
+      const Receiver::Acks acks = receive(p, f, states_[p.flow], now);
+      for (uint32_t k = 0; k < acks.n; ++k) send_ack(f, acks.ack[k], now, bank);
     }
     // Each touched group's ACKs in the order they were made: append, then
     // flag, before this group publishes its progress.
@@ -422,6 +469,22 @@ class ClosedLoopSink final : public TrafficSink {
     uint32_t to;  // the sender's group
     AckMsg msg;
   };
+
+  // An ACK (or SYN-ACK) of flow f leaves its receiver now: to the sender's
+  // group, after the reverse path's latency and, with ack_queueing, the
+  // backlog it finds (`bank`: the ToR's queues; lost where the port is full).
+  void send_ack(const FlowSpec& f, const Ack& ack, Timeslot now, const QueueBank* bank) {
+    AckMsg m{now + sh_.ack_delay[f.id], f.id, ack};
+    if (bank && !queue_ack(*bank, f, &m.due)) return;  // lost in a full port
+    ++sh_.ack_stats[group_].sent;
+    const uint32_t to = sh_.group_of[f.src];
+    if (to == group_) {
+      sh_.local[group_].acks.push_back(m);
+    } else {
+      if (std::find(touched_.begin(), touched_.end(), to) == touched_.end()) touched_.push_back(to);
+      outbox_.push_back({to, m});
+    }
+  }
 
   // The flow's receiver answers packet p, and the flow's record counts it if
   // new. A receiver lives from the flow's first packet to its last: then one

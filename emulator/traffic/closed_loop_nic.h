@@ -22,11 +22,11 @@
 namespace flexplane {
 
 struct NicSlot {
-  static constexpr uint8_t kEct = 1, kCwr = 2;
+  static constexpr uint8_t kEct = 1, kCwr = 2, kSyn = 4;  // kSyn: the flow's SYN (seq kSynSeq), not data
   uint32_t arrival = 0;  // the flow's index in its source's arrivals
   uint32_t seq = 0;
   uint32_t queued = 0;   // low 32 bits of the timeslot it joined
-  uint8_t flags = 0;     // kEct | kCwr
+  uint8_t flags = 0;     // kEct | kCwr | kSyn
 
   // Timeslots from joining to `now` (modulo 2^32, see above).
   Timeslot wait(Timeslot now) const { return static_cast<uint32_t>(static_cast<uint32_t>(now) - queued); }
