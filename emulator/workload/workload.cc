@@ -261,6 +261,23 @@ WorkloadSpec parse_workload(const YAML::Node& node, const std::string& where, co
   return spec;
 }
 
+namespace {
+
+// A registered pattern's or collective's parameters, defaults included, appended to `out`.
+template <class Base>
+void add_resolved(const std::string& name, const ParamValues& given, const std::string& where,
+                  std::vector<std::pair<std::string, std::string>>& out) {
+  ResolvedParams resolved;
+  if (const auto* info = Registry<Base>::instance().find(name)) {
+    ParamValues values = given;
+    values.where = where;
+    info->make(values, &resolved);
+  }
+  for (auto& kv : resolved) out.push_back(kv);
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> describe(const WorkloadSpec& spec) {
   std::vector<std::pair<std::string, std::string>> out;
   out.emplace_back("kind", to_string(spec.kind));
@@ -269,13 +286,7 @@ std::vector<std::pair<std::string, std::string>> describe(const WorkloadSpec& sp
       out.emplace_back("sends", spec.sends_path);
     } else {
       out.emplace_back("collective", spec.collective);
-      ResolvedParams resolved;
-      if (const auto* info = Registry<Collective>::instance().find(spec.collective)) {
-        ParamValues values = spec.collective_params;
-        values.where = spec.where;
-        info->make(values, &resolved);
-      }
-      for (auto& kv : resolved) out.push_back(kv);
+      add_resolved<Collective>(spec.collective, spec.collective_params, spec.where, out);
       out.emplace_back("ranks", std::to_string(spec.shape.ranks));
       out.emplace_back("rank_stride", std::to_string(spec.shape.rank_stride));
       out.emplace_back("message_pkts", std::to_string(spec.shape.message_pkts));
@@ -294,13 +305,7 @@ std::vector<std::pair<std::string, std::string>> describe(const WorkloadSpec& sp
   out.emplace_back("load", fmt(spec.load));
   if (spec.fixed_size_pkts) out.emplace_back("fixed_size_pkts", std::to_string(spec.fixed_size_pkts));
   else out.emplace_back("size_cdf", spec.size_cdf);
-  ResolvedParams resolved;
-  if (const auto* info = Registry<TrafficPattern>::instance().find(spec.pattern)) {
-    ParamValues values = spec.pattern_params;
-    values.where = spec.where;
-    info->make(values, &resolved);
-  }
-  for (auto& kv : resolved) out.push_back(kv);
+  add_resolved<TrafficPattern>(spec.pattern, spec.pattern_params, spec.where, out);
   out.emplace_back("duration_timeslots", std::to_string(spec.duration));
   out.emplace_back("seed", std::to_string(spec.seed));
   out.emplace_back("max_flows", std::to_string(spec.max_flows));
