@@ -92,6 +92,7 @@ void list_all() {
               "  pfabric                  pFabric's minimal rate control\n"
               "  swift                    Swift's delay-based window (below 1 packet with pacing_gain > 0)\n"
               "  dcqcn                    DCQCN's rate control, paced (no PFC yet)\n"
+              "  hpcc                     HPCC's window from in-band telemetry (switches: scheme hpcc)\n"
               "      %-22s %-13s default %-8s %s\n",
               "ack_latency", "string", "data_path", "ACK channel latency: data_path | propagation");
   std::printf("      %-22s %-13s default %-8s %s\n", "ack_queueing", "string", "none",

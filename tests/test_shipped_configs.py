@@ -27,6 +27,6 @@ def test_datacenter_transports_every_flow_finishes(tmp_path):
     p = subprocess.run([str(BIN), "run", str(cfg), "--out", str(tmp_path), "--quiet"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    for v in ("dctcp", "swift", "swift_paced", "dcqcn"):
+    for v in ("dctcp", "swift", "swift_paced", "dcqcn", "hpcc"):
         rows = list(csv.DictReader(open(tmp_path / v / "flows.csv")))
         assert len(rows) > 100 and all(r["finished"] == "1" for r in rows), v

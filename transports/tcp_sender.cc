@@ -34,12 +34,17 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
     if (base_rtt == 0) throw ConfigError("transport dcqcn: the path's base RTT is unknown, so there is no window");
     dcqcn_window_ = std::min<uint64_t>(std::max<Timeslot>(base_rtt, 1), s_.max_cwnd_pkts);
   }
+  if (s_.kind == TransportKind::kHpcc) {
+    if (base_rtt == 0) throw ConfigError("transport hpcc: the path's base RTT is unknown, so there is no window");
+    iw = std::max<Timeslot>(base_rtt, 1);  // W_init: the bandwidth-delay product (line rate: a packet per timeslot)
+  }
   if (s_.kind == TransportKind::kSwift) {
     if (base_rtt == 0)
       throw ConfigError("transport swift: the path's base RTT is unknown, so there is no target delay");
     swift_target_ = base_rtt + s_.swift_target_delay;
   }
   cwnd_ = std::min<uint64_t>(std::max<uint64_t>(iw, 1), s_.max_cwnd_pkts) * kUnit;
+  hpcc_wc_ = static_cast<double>(cwnd_) / kUnit;
   ssthresh_ = s_.initial_ssthresh_pkts ? uint64_t{s_.initial_ssthresh_pkts} * kUnit : kUnlimited;
   sent_ = SeqRing<Timeslot>(std::min<uint64_t>(size_, std::max<uint64_t>(2 * iw, 16)));
   if (s_.sack_blocks > 0 && fast_retransmit_) sb_.emplace(s_.dupack_threshold, 16, s_.max_reordering_pkts);
@@ -265,6 +270,32 @@ void TcpSender::swift_adjust(uint32_t acked, Timeslot delay, Timeslot now) {
   cwnd_ = std::min(cwnd_, window_cap());
 }
 
+// HPCC (SIGCOMM 2019, Algorithm 1, with U as the switches computed it:
+// schemes/hpcc.cc): a multiplicative update towards eta when the path is at
+// or above it (or after max_stage additive steps), else an additive one;
+// the reference window Wc moves once per RTT, on the first ACK beyond the
+// snd_nxt of the last update.
+void TcpSender::hpcc_adjust(uint32_t telemetry) {
+  const double u = std::max(telemetry / kTelemetryOne, 1 / kTelemetryOne);
+  const bool update = snd_una_ > hpcc_last_update_seq_;
+  double w;
+  if (u >= s_.hpcc_eta || hpcc_stage_ >= s_.hpcc_max_stage) {
+    w = hpcc_wc_ / (u / s_.hpcc_eta) + s_.hpcc_wai_pkts;
+    if (update) hpcc_stage_ = 0;
+  } else {
+    w = hpcc_wc_ + s_.hpcc_wai_pkts;
+    if (update) ++hpcc_stage_;
+  }
+  const double floor = s_.pacing_gain > 0 ? 1.0 / kUnit : 1.0;  // below a packet only when paced, as swift
+  w = std::clamp(w, floor, static_cast<double>(window_cap()) / kUnit);
+  if (update) {
+    hpcc_wc_ = w;
+    hpcc_last_update_seq_ = snd_nxt_;
+  }
+  if (u >= s_.hpcc_eta) ++stats_.delay_reductions;
+  cwnd_ = static_cast<uint64_t>(w * kUnit + 0.5);
+}
+
 void TcpSender::restart_timer(Timeslot now) {
   rto_deadline_ = snd_una_ == high_tx_ ? kNever : now + rto();
 }
@@ -350,6 +381,8 @@ void TcpSender::on_ack(const Ack& a, Timeslot now) {
     dupacks_ = 0;
     if (s_.kind == TransportKind::kSwift)
       swift_adjust(acked, delay, now);
+    else if (s_.kind == TransportKind::kHpcc)
+      hpcc_adjust(a.telemetry);
     else if (!reduced && snd_una_ > ecn_recover_)
       grow(acked);
     if (sb_) sack_maybe_enter_recovery();  // the new head may already have enough SACKed above it

@@ -67,7 +67,7 @@ struct SenderStats {
   uint64_t partial_acks = 0;
   uint64_t timeouts = 0;
   uint64_t ecn_reductions = 0;     // window cuts on ECE
-  uint64_t delay_reductions = 0;   // swift: window cuts on delay above the target
+  uint64_t delay_reductions = 0;   // swift: window cuts on delay above the target; hpcc: ACKs with U >= eta
   uint64_t cnps = 0;               // dcqcn: ECE ACKs taken as congestion notifications
   uint64_t ece_acks = 0;
   uint64_t dup_acks = 0;
@@ -152,6 +152,7 @@ class TcpSender {
   // The ACK's RTT sample (0 if it has none: a retransmission, or pfabric).
   Timeslot maybe_sample_rtt(uint32_t trigger_seq, uint32_t cum_ack, Timeslot now);
   void swift_adjust(uint32_t acked, Timeslot delay, Timeslot now);
+  void hpcc_adjust(uint32_t telemetry);
   bool sack_can_send() const;
   Segment sack_next_segment();
   void sack_maybe_enter_recovery();
@@ -181,6 +182,9 @@ class TcpSender {
   Timeslot swift_target_ = 0;          // swift: base RTT + target delay
   Timeslot swift_last_decrease_ = 0;   // swift: at most one decrease per RTT
   bool swift_decreased_ = false;
+  double hpcc_wc_ = 0;                 // hpcc: the reference window Wc, packets
+  uint32_t hpcc_stage_ = 0;            // hpcc: additive steps since the last multiplicative one
+  uint32_t hpcc_last_update_seq_ = 0;  // hpcc: snd_nxt when Wc last moved
 
   // Sequence space (packets): [snd_una, snd_nxt) in flight, high_tx = highest sent + 1.
   uint32_t snd_una_ = 0, snd_nxt_ = 0, high_tx_ = 0;

@@ -13,7 +13,8 @@ TransportKind parse_transport_kind(const std::string& s, const std::string& wher
   if (s == "pfabric") return TransportKind::kPfabric;
   if (s == "swift") return TransportKind::kSwift;
   if (s == "dcqcn") return TransportKind::kDcqcn;
-  throw ConfigError(where + ": unknown transport '" + s + "' (known: reno, ecn, dctcp, pfabric, swift, dcqcn)");
+  if (s == "hpcc") return TransportKind::kHpcc;
+  throw ConfigError(where + ": unknown transport '" + s + "' (known: reno, ecn, dctcp, pfabric, swift, dcqcn, hpcc)");
 }
 
 const char* transport_kind_name(TransportKind k) {
@@ -24,12 +25,13 @@ const char* transport_kind_name(TransportKind k) {
     case TransportKind::kPfabric: return "pfabric";
     case TransportKind::kSwift: return "swift";
     case TransportKind::kDcqcn: return "dcqcn";
+    case TransportKind::kHpcc: return "hpcc";
   }
   return "reno";
 }
 
 bool ack_less(const Ack& a, const Ack& b) {
-  auto key = [](const Ack& x) { return std::tie(x.cum_ack, x.trigger_seq, x.ece, x.sack_count); };
+  auto key = [](const Ack& x) { return std::tie(x.cum_ack, x.trigger_seq, x.ece, x.sack_count, x.telemetry); };
   if (key(a) != key(b)) return key(a) < key(b);
   for (uint32_t i = 0; i < a.sack_count && i < kMaxSackBlocks; ++i)
     if (a.sack[i].left != b.sack[i].left || a.sack[i].right != b.sack[i].right)
@@ -121,6 +123,10 @@ const ParamSchema<TransportParams>& transport_param_schema() {
       param(&P::handshake, "handshake",
             "open each flow with a SYN / SYN-ACK exchange that waits in the same NIC and switch queues as data "
             "(FCT then includes it, like ns-3's and real stacks'); a lost SYN is resent after initial_rto_us, doubling"),
+      param(&P::hpcc_eta, "hpcc_eta", "hpcc: target utilisation eta", {0.01, 1}),
+      param(&P::hpcc_max_stage, "hpcc_max_stage", "hpcc: additive-increase stages before a multiplicative update",
+            {0, 1000}),
+      param(&P::hpcc_wai_pkts, "hpcc_wai_pkts", "hpcc: W_AI, the additive increase per update, packets", {1e-3, 1000}),
       param(&P::max_reordering_pkts, "max_reordering_pkts",
             "with sack: raise the loss threshold to the reordering seen in SACKs and D-SACKs, up to this many packets "
             "(Linux's tcp_max_reordering is 300); 0 = dupack_threshold stays fixed",
@@ -170,6 +176,9 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.swift_beta = p.swift_beta;
   s.swift_max_mdf = p.swift_max_mdf;
   s.handshake = p.handshake;
+  s.hpcc_eta = p.hpcc_eta;
+  s.hpcc_max_stage = p.hpcc_max_stage;
+  s.hpcc_wai_pkts = p.hpcc_wai_pkts;
   return s;
 }
 

@@ -41,6 +41,16 @@
 //            bandwidth-delay product in flight (as RDMA simulations cap DCQCN);
 //            losses as reno's recovery, the window never cut. Without PFC (not
 //            modelled yet), an incast can lose packets before the first CNP.
+//   hpcc     HPCC's window (Li et al., SIGCOMM 2019, Algorithm 1) from in-band
+//            telemetry: switches running a telemetry queue manager (schemes/
+//            hpcc.cc) stamp the largest normalised inflight U of the path into
+//            Packet::custom[2] (kTelemetryWord); the receiver echoes it on the
+//            ACK (Ack::telemetry). Per ACK: if U >= eta or the increase stage
+//            reached max_stage, W = Wc / (U / eta) + W_AI, else W = Wc + W_AI;
+//            Wc takes W once per RTT (the first ACK beyond the last update's
+//            snd_nxt), which also advances or resets the stage. W starts at the
+//            path's bandwidth-delay product; no slow start, no ECN; losses as
+//            reno. Pace it with pacing_gain (HPCC's rate is W / T).
 //
 // Pacing (pacing_gain > 0, any kind): a segment leaves no sooner than
 // srtt / (gain x cwnd) timeslots after the previous one (srtt: the smoothed
@@ -56,7 +66,13 @@
 
 namespace flexplane {
 
-enum class TransportKind : uint8_t { kReno, kEcn, kDctcp, kPfabric, kSwift, kDcqcn };
+enum class TransportKind : uint8_t { kReno, kEcn, kDctcp, kPfabric, kSwift, kDcqcn, kHpcc };
+
+// The Packet::custom word in-band telemetry travels in (HPCC): custom[0]
+// carries the endpoints' slack (LSTF) and, in router mode, custom[0..1] the
+// frame's buffer, so telemetry takes the last word. Fixed point: U x 65536.
+inline constexpr unsigned kTelemetryWord = 2;
+inline constexpr double kTelemetryOne = 65536.0;
 TransportKind parse_transport_kind(const std::string& s, const std::string& where);
 const char* transport_kind_name(TransportKind k);
 inline bool transport_uses_ecn(TransportKind k) { return k == TransportKind::kEcn || k == TransportKind::kDctcp; }
@@ -91,6 +107,7 @@ struct Ack {
                              // an echoed timestamp: the sender knows when it sent it)
   bool ece = false;          // ECN echo
   bool dsack = false;        // with SACK: trigger_seq had arrived before (RFC 2883's D-SACK, as a flag)
+  uint32_t telemetry = 0;    // the data packet's custom[kTelemetryWord], echoed (hpcc: the path's max U)
   uint8_t sack_count = 0;    // blocks in use (0 unless the transport has `sack: true`)
   SackBlock sack[kMaxSackBlocks];  // first: the block holding trigger_seq, then the most recently reported
 };
@@ -138,6 +155,9 @@ struct TransportParams {
   double swift_beta = 0.8;                 // swift: multiplicative decrease per share of delay above the target
   double swift_max_mdf = 0.5;              // swift: largest decrease at once (cwnd x (1 - max_mdf))
   bool handshake = false;                  // a SYN / SYN-ACK exchange before the data (closed loop; SYN RTO: initial_rto_us)
+  double hpcc_eta = 0.95;                  // hpcc: target utilisation
+  uint32_t hpcc_max_stage = 5;             // hpcc: additive increases before a multiplicative update is forced
+  double hpcc_wai_pkts = 1;                // hpcc: W_AI, the additive increase, packets
 
   void validate(const std::string& where) const;
   // What depends on the kind too (sack: not for pfabric); `where` names the field.
@@ -175,6 +195,9 @@ struct TransportSettings {
   double swift_beta = 0.8;
   double swift_max_mdf = 0.5;
   bool handshake = false;  // SYN before data; a lost SYN is resent after initial_rto, doubling up to max_rto
+  double hpcc_eta = 0.95;
+  uint32_t hpcc_max_stage = 5;
+  double hpcc_wai_pkts = 1;
 };
 
 // µs -> whole timeslots, rounded up, at least 1.

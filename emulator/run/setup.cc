@@ -45,6 +45,11 @@ std::vector<std::string> validate_run(RunConfig& c) {
   endpoint_stamping(c, endpoint_contract(c, resolved));
   if (c.transport.enabled) resolve_transport(c.transport.kind, c.transport.params, c.network.timeslot_ns());
   validate_workload(c.workload, c.topology.num_endpoints);
+  if (c.transport.enabled && c.transport.kind == TransportKind::kHpcc &&
+      std::none_of(resolved.begin(), resolved.end(), [](const ResolvedRouter& r) { return r.queue_manager == "hpcc"; }))
+    warnings.push_back((c.variant.empty() ? c.file : c.file + " variant " + c.variant) +
+                       ": transport hpcc, but no router stamps telemetry (queue_manager hpcc, e.g. scheme: hpcc): "
+                       "its senders see U = 0 and only grow their windows");
   if (c.workload.kind == WorkloadKind::kCollective && !c.transport.enabled)
     throw ConfigError(c.file + ": transport.kind: a collective's sends start when others complete, which only "
                       "closed-loop flows drive: give a transport (e.g. transport: {kind: dctcp})");

@@ -445,8 +445,11 @@ class ClosedLoopSink final : public TrafficSink {
         send_ack(f, Ack(0, kSynSeq), now, bank);
         continue;
       }
-      const Receiver::Acks acks = receive(p, f, states_[p.flow], now);
-      for (uint32_t k = 0; k < acks.n; ++k) send_ack(f, acks.ack[k], now, bank);
+      Receiver::Acks acks = receive(p, f, states_[p.flow], now);
+      for (uint32_t k = 0; k < acks.n; ++k) {
+        acks.ack[k].telemetry = p.custom[kTelemetryWord];  // in-band telemetry back to the sender (hpcc)
+        send_ack(f, acks.ack[k], now, bank);
+      }
     }
     // Each touched group's ACKs in the order they were made: append, then
     // flag, before this group publishes its progress.
