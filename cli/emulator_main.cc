@@ -51,6 +51,11 @@ void print_summary(const RunConfig& c, const RunSummary& s) {
               (unsigned long long)s.drops, (unsigned long long)s.marks, emulated_ms,
               s.all_flows_done ? "all flows done" : "to the cap", s.wall_seconds,
               s.router_packet_hops / std::max(1e-9, s.wall_seconds) / 1e6, s.output_dir.c_str());
+  if (s.collective.iterations)
+    std::printf("%-14s collective: %u of %u iterations done, iteration time mean %.1f us, max %.1f us "
+                "(collective.csv)\n",
+                "", s.collective.completed, s.collective.iterations, s.collective.mean_iteration_us,
+                s.collective.max_iteration_us);
   std::fflush(stdout);
   // Losses outside any queue are never expected of the built-in schemes: say so loudly.
   std::string losses;
@@ -271,7 +276,11 @@ int main(int argc, char** argv) {
     for (RunConfig* r : selected) prepare_output_dir(r->output_dir);
     for (RunConfig* rp : selected) {
       RunConfig& r = *rp;
-      if (!quiet)
+      if (!quiet && r.workload.kind == WorkloadKind::kCollective)  // no arrival window: the sends wait for each other
+        std::fprintf(stderr, "%s: %u endpoints, %zu routers, a collective capped at %.3f ms, %u core(s)\n",
+                     r.variant.empty() ? "run" : r.variant.c_str(), r.topology.num_endpoints, r.topology.routers.size(),
+                     (r.duration + r.drain) * r.network.timeslot_ns() / 1e6, r.cores);
+      else if (!quiet)
         std::fprintf(stderr, "%s: %u endpoints, %zu routers, %.3f ms arrivals + %.3f ms drain, %u core(s)\n",
                      r.variant.empty() ? "run" : r.variant.c_str(), r.topology.num_endpoints, r.topology.routers.size(),
                      r.duration * r.network.timeslot_ns() / 1e6, r.drain * r.network.timeslot_ns() / 1e6, r.cores);
