@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# flexplane's HPCC and DCQCN beside htsim's (issue 26; docs/transports.md,
+# "hpcc" and "dcqcn"): an 8 -> 1 incast on a k = 4 fat tree (16 hosts), hosts
+# 4..11 (pods 1 and 2) each sending 3000 packets of 1500 bytes to host 0 from
+# t = 0, every link 100 Gbit/s (htsim's default) with 0.96 us of propagation
+# (flexplane: 9 timeslots of 0.12 us, one of them the packet's transmission).
+# HPCC: eta 0.95, 5 stages, W_AI 1 packet, T 12 us (htsim's fixed T; flexplane
+# base_rtt_timeslots 100), paced. DCQCN: both sides' defaults (g 1/256, 55 us
+# timers, 50 us CNP interval, F 5, R_AI line/20, R_HAI line/10), marking above
+# 20 packets. Buffers of 4096 packets; htsim's PFC thresholds raised past the
+# run's 24,000 packets so that no pause can happen (one more htsim DCQCN run
+# keeps its default PFC thresholds, 12/15 packets). Prints per-flow FCT,
+# completion, the receiver's ToR downlink queue, losses, rate cuts, pauses
+# and wall time of each run (markdown), then flexplane against htsim.
+#
+#   validation/htsim_incast.sh [--htsim-src DIR] [--work DIR] [--htsim-runs N]
+#
+#   --htsim-src   htsim's sim/ folder (default ../shared/refs/htsim/sim; its
+#                 REFERENCE.md: BSD-2, built outside the project tree)
+#   --work        where htsim is built and both simulators run (default
+#                 /tmp/flexplane-htsim-incast)
+#   --htsim-runs  htsim HPCC runs (default 3, one second apart: its senders
+#                 draw their ECMP path ids after reseeding from the wall clock)
+# htsim_roce is built with one change to its dcqcn.cpp: the alpha timer
+# restarts when alpha decays (as in DCQCN; flexplane does the same). Unchanged,
+# every sender that goes 55 us without a CNP reschedules itself twice per
+# event and the run never finishes. Needs build/flexplane-emulator (make),
+# cmake, g++, python3 and /usr/bin/time. About 2 minutes the first time
+# (htsim's build), then ~30 s (htsim_roce logs every event to stdout).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+SRC=$REPO/../shared/refs/htsim/sim
+WORK=/tmp/flexplane-htsim-incast
+RUNS=3
+while (($#)); do
+  case $1 in
+    --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    --htsim-runs) RUNS=$2; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -d $SRC/datacenter ]] || { echo "error: --htsim-src: $SRC is not htsim's sim/ folder" >&2; exit 2; }
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "error: --htsim-runs: '$RUNS' is not a positive integer" >&2; exit 2; }
+[[ -x build/flexplane-emulator ]] || { echo "error: build/flexplane-emulator missing: run make" >&2; exit 2; }
+mkdir -p "$WORK"
+WORK=$(realpath "$WORK")
+
+# The scenario, in one place for both simulators.
+PKTS=3000          # packets per flow
+SENDERS="4 5 6 7 8 9 10 11"
+RECEIVER=0
+K_MARK=20          # DCQCN marking threshold, packets
+BUF=4096           # switch buffer per port, packets
+GBPS=100
+LAT_TS=9           # flexplane link latency, timeslots (0.12 us each at 100 Gbit/s)
+END_US=5000        # htsim's end of time
+
+# htsim, built outside the tree with the DCQCN timer fix (above).
+BUILD=$WORK/sim/build
+if [[ ! -x $BUILD/datacenter/htsim_hpcc || ! -x $BUILD/datacenter/htsim_roce || ! -x $BUILD/parse_output ||
+      ! -e $WORK/sim/.alpha_timer_fix ]]; then
+  [[ ! -e $WORK/sim ]] || chmod -R u+w "$WORK/sim"
+  rm -rf "$WORK/sim" && cp -r "$SRC" "$WORK/sim" && chmod -R u+w "$WORK/sim"
+  python3 - "$WORK/sim/dcqcn.cpp" <<'PY'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+# DCQCNSrc::doNextEvent decays alpha once its timer has run out but never
+# restarts the timer: restart it where alpha decays.
+decay = re.compile(r"\n([ \t]*)(_alpha\s*=\s*\(1\s*-\s*_g\)\s*\*\s*_alpha;)\n")
+if len(decay.findall(text)) != 1:
+    sys.exit(f"error: {path}: the alpha decay line is not where expected; cannot apply the timer fix")
+text = decay.sub(lambda m: f"\n{m[1]}{m[2]}\n{m[1]}_last_alpha_update = eventlist().now();\n", text)
+open(path, "w").write(text)
+PY
+  touch "$WORK/sim/.alpha_timer_fix"
+  cmake -S "$WORK/sim" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$WORK/build.log" 2>&1
+  cmake --build "$BUILD" --parallel 2 --target htsim_hpcc htsim_roce parse_output >> "$WORK/build.log" 2>&1 ||
+    { echo "error: htsim build failed: $WORK/build.log" >&2; exit 1; }
+fi
+
+# Connection matrix and flexplane trace. htsim's HPCC and RoCE packets carry a
+# 64-byte header over the MTU, so -mtu 1436 puts 1500 bytes on the wire, one
+# flexplane packet; a flow of PKTS x 1436 - 1 bytes is PKTS packets in both
+# htsim senders (RoCE counts whole packets and would send one more at exactly
+# PKTS x 1436). Host h sits under ToR h/2 in pod h/4 in both simulators.
+python3 - "$WORK" "$PKTS" "$RECEIVER" $SENDERS <<'PY'
+import sys
+work, pkts, dst, srcs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(s) for s in sys.argv[4:]]
+with open(f"{work}/incast.cm", "w") as f:
+    print(f"Nodes 16\nConnections {len(srcs)}", file=f)
+    for i, s in enumerate(srcs):
+        print(f"{s}->{dst} id {i + 1} start 0 size {pkts * 1436 - 1}", file=f)
+with open(f"{work}/incast.csv", "w") as f:
+    print("flow_id,src,dst,size_pkts,start_timeslot", file=f)
+    for i, s in enumerate(srcs):
+        print(f"{i},{s},{dst},{pkts},0", file=f)
+PY
+cat > "$WORK/incast.yaml" <<EOF
+# Written by validation/htsim_incast.sh: the incast of its header.
+seed: 1
+network: {link_rate_gbps: $GBPS}
+topology: {kind: fat_tree, k: 4, link_latency_timeslots: $LAT_TS}
+routers:
+  default: {scheme: hpcc, queue_manager: {capacity_pkts: $BUF, base_rtt_timeslots: 100}}
+transport: {kind: hpcc, ack_latency: propagation, pacing_gain: 1, hpcc_eta: 0.95, hpcc_max_stage: 5, hpcc_wai_pkts: 1}
+workload: {kind: trace, trace: incast.csv}
+run: {duration_ms: 1, drain_ms: 20, occupancy_interval_us: 1.2}
+output: {occupancy: csv}
+variants:
+  hpcc: {}
+  dcqcn:
+    transport: {kind: dcqcn}
+    routers: {default: {scheme: dctcp, queue_manager: {k_pkts: $K_MARK, capacity_pkts: $BUF}}}
+EOF
+
+# htsim runs. Each writes idmap.txt into its working directory; stdout keeps
+# only the lines read below (htsim_roce prints a line per sender event).
+COMMON=(-tm "$WORK/incast.cm" -nodes 16 -linkspeed $((GBPS * 1000)) -mtu 1436 -hop_latency 0.96 -q $BUF
+        -strat ecmp_host -paths 256 -end $END_US -log tor_downqueue)
+NO_PFC=(-pfc_thresholds 99999 100000)
+KEEP='finished at|CNP received|^PAUSE|RESUME|LOSSLESS|^New:'
+htsim() {  # name binary args...
+  local name=$1 bin=$2; shift 2
+  rm -rf "$WORK/htsim/$name" && mkdir -p "$WORK/htsim/$name"
+  ( cd "$WORK/htsim/$name" &&
+    { /usr/bin/time -f %e -o wall "$BUILD/datacenter/$bin" "${COMMON[@]}" "$@" -o log.dat 2> err.txt || echo "rc $?" > failed; } |
+      { LC_ALL=C grep -E "$KEEP" || true; } > out.txt &&
+    "$BUILD/parse_output" log.dat -ascii -idmap idmap.txt 2> /dev/null |
+      { LC_ALL=C grep -F "Name LS$((RECEIVER / 2))->DST$RECEIVER(0)" || true; } > queue.txt )
+  [[ ! -e $WORK/htsim/$name/failed ]] || { echo "error: htsim $name failed: $WORK/htsim/$name/err.txt" >&2; exit 1; }
+}
+for ((r = 1; r <= RUNS; r++)); do
+  ((r == 1)) || sleep 1
+  htsim hpcc_$r htsim_hpcc "${NO_PFC[@]}"
+done
+htsim dcqcn htsim_roce -dcqcn $K_MARK "${NO_PFC[@]}"
+htsim dcqcn_pfc htsim_roce -dcqcn $K_MARK
+
+# flexplane runs.
+rm -rf "$WORK/flexplane"
+for v in hpcc dcqcn; do
+  /usr/bin/time -f %e -o "$WORK/flexplane_$v.wall" build/flexplane-emulator run "$WORK/incast.yaml" \
+    --variant $v --out "$WORK/flexplane" --quiet > /dev/null
+done
+
+python3 - "$WORK" "$RUNS" "$PKTS" "$RECEIVER" "$LAT_TS" "$GBPS" <<'PY'
+import csv, math, re, statistics, sys
+from pathlib import Path
+work, runs, pkts, recv, lat_ts, gbps = Path(sys.argv[1]), int(sys.argv[2]), *map(int, sys.argv[3:])
+ts_us = 1500 * 8 / (gbps * 1e3)
+n_flows = 8
+# flexplane's FCT ends when the last packet reaches the receiver, htsim's when
+# its ACK reaches the sender: add flexplane's ACK latency (ack_latency:
+# propagation over the 6 hops, sum (L - 1) + 1 timeslots).
+ack_us = (6 * (lat_ts - 1) + 1) * ts_us
+
+def pct(v, q):  # nearest rank, as occupancy_summary.csv
+    v = sorted(v)
+    return v[max(0, math.ceil(q * len(v)) - 1)]
+
+def htsim_run(name):
+    d = work / "htsim" / name
+    out = (d / "out.txt").read_text()
+    fct = [float(t) for t in re.findall(r"finished at ([\d.]+)", out)]
+    end = max(fct) if fct else None
+    samples, qmax = [], 0.0
+    for m in re.finditer(r"([\d.]+) Type QUEUE_APPROX ID \d+ Ev RANGE LastQ (-?\d+) MinQ -?\d+ MaxQ (-?\d+)",
+                         (d / "queue.txt").read_text()):
+        t = float(m[1]) * 1e6
+        if end is None or t - 10 < end:      # intervals of 10 us that began before the last completion
+            qmax = max(qmax, int(m[3]) / 1500)
+            if end is None or t <= end:
+                samples.append(int(m[2]) / 1500)
+    rtx = re.search(r"^New: \d+ Rtx: (\d+)", out, re.M)
+    return dict(done=len(fct), fct=fct, end=end, q=samples, qmax=qmax, sample_us=10,
+                drops=f"0 ({out.count('LOSSLESS')} overflows)", rtx=int(rtx[1]) if rtx else None,
+                cuts=out.count("CNP received"), pauses=len(re.findall(r"RESUME", out)),
+                wall=float((d / "wall").read_text().split()[-1]))
+
+def flexplane_run(v):
+    d = work / "flexplane" / v
+    rows = list(csv.DictReader(open(d / "flows.csv")))
+    done = [r for r in rows if r["finished"] == "1"]
+    fct = [float(r["fct_us"]) + ack_us for r in done]
+    end = max(float(r["start_us"]) + f for r, f in zip(done, fct)) if done else None
+    q = [int(r["packets"]) for r in csv.DictReader(open(d / "occupancy.csv"))
+         if r["router"] == f"edge{recv // 4}_{recv // 2 % 2}" and r["port"] == str(recv % 2)
+         and (end is None or float(r["time_us"]) <= end)]
+    cuts = sum(int(r["ecn_reductions"] or 0) for r in rows)
+    return dict(done=len(done), fct=fct, end=end, q=q, qmax=max(q), sample_us=1.2,
+                drops=sum(int(r["lost_pkts"]) for r in rows), rtx=sum(int(r["retransmits"] or 0) for r in rows),
+                cuts=cuts if v == "dcqcn" else "-", pauses="- (no PFC)",
+                wall=float((work / f"flexplane_{v}.wall").read_text().split()[-1]))
+
+res = {}
+for r in range(1, runs + 1):
+    res[f"htsim HPCC #{r}"] = htsim_run(f"hpcc_{r}")
+res["flexplane HPCC"] = flexplane_run("hpcc")
+res["htsim DCQCN"] = htsim_run("dcqcn")
+res["htsim DCQCN, PFC 12/15 pkts"] = htsim_run("dcqcn_pfc")
+res["flexplane DCQCN"] = flexplane_run("dcqcn")
+# htsim prints a line when a paused RoCE sender resumes, nothing for pauses
+# between switches; above the thresholds of NO_PFC no input can reach them.
+for k, v in res.items():
+    if k.startswith("htsim"):
+        v["pauses"] = f"{v['pauses']} at hosts" if "PFC" in k else "none possible"
+    if k.startswith("htsim HPCC"):
+        v["cuts"] = "-"
+
+def f1(x):
+    return "-" if x is None else f"{x:.1f}"
+
+ideal = n_flows * pkts * ts_us
+print(f"8 -> 1 incast, k = 4 fat tree, {gbps} Gbit/s, {pkts} x 1500 B per flow; "
+      f"the receiver's link alone needs {ideal:.0f} us for all of it. Times in us; FCT to the last ACK; "
+      f"queue = host {recv}'s ToR downlink, packets, sampled every 10 us (htsim) / 1.2 us (flexplane) "
+      f"up to the last completion.\n")
+print("| run | flows done | FCT mean | FCT min | FCT max | completion | queue p50 | queue p99 | queue max "
+      "| drops | retransmits | rate cuts (CNPs) | PFC pauses | wall s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for k, v in res.items():
+    fct = v["fct"]
+    print(f"| {k} | {v['done']}/{n_flows} | {f1(statistics.mean(fct) if fct else None)} | {f1(min(fct, default=None))} "
+          f"| {f1(max(fct, default=None))} | {f1(v['end'])} | {pct(v['q'], 0.5):.0f} | {pct(v['q'], 0.99):.0f} "
+          f"| {v['qmax']:.0f} | {v['drops']} | {v['rtx']} | {v['cuts']} | {v['pauses']} | {v['wall']:.2f} |")
+
+def cmp(name, fp, hs, tol):
+    m = statistics.mean(hs)
+    d = (fp - m) / m * 100
+    spread = f" ({min(hs):.1f}-{max(hs):.1f})" if len(hs) > 1 else ""
+    ok = "within" if abs(d) <= tol else "outside"
+    return f"| {name} | {fp:.1f} | {m:.1f}{spread} | {d:+.1f} % | {ok} {tol} % |"
+
+print("\nflexplane against htsim (htsim HPCC: mean over its runs, range in brackets; DCQCN: htsim without pauses)\n")
+print("| transport | metric | flexplane | htsim | difference | tolerance |")
+print("|---|---|---|---|---|---|")
+for tr, fp, hs in (("HPCC", res["flexplane HPCC"], [v for k, v in res.items() if k.startswith("htsim HPCC")]),
+                   ("DCQCN", res["flexplane DCQCN"], [res["htsim DCQCN"]])):
+    rows = [("FCT mean", statistics.mean(fp["fct"]), [statistics.mean(h["fct"]) for h in hs], 15),
+            ("FCT min", min(fp["fct"]), [min(h["fct"]) for h in hs], 15),
+            ("FCT max", max(fp["fct"]), [max(h["fct"]) for h in hs], 15),
+            ("completion", fp["end"], [h["end"] for h in hs], 15),
+            ("queue p99", pct(fp["q"], 0.99), [pct(h["q"], 0.99) for h in hs], 20)]
+    for name, a, b, tol in rows:
+        if a is None or any(x is None for x in b):
+            print(f"| {tr} | {name} | {f1(a)} | - | - | not measured |")
+        else:
+            print(f"| {tr} " + cmp(name, a, b, tol))
+PY
