@@ -61,7 +61,7 @@ PY
 
 # Every link 10 Gbit/s and 1.2 us (a timeslot), queues of 256 packets marking
 # above 65 (flexplane: DropTail 256, DCTCP K = 65); DCTCP-style window control.
-ARGS=(-tm "$WORK/perm_k8.cm" -nodes 128 -tiers 3 -linkspeed 10000 -mtu 1500 -hop_latency 1.2 -q 256
+ARGS=(-tm "$WORK/perm_k8.cm" -nodes 128 -tiers 3 -linkspeed 10000 -mtu 1500 -hop_latency 0 -q 256
       -ecn 65 65 -sender_cc_only -sender_cc_algo dctcp -load_balancing_algo oblivious -end 100000 -seed "$SEED")
 for v in ecmp spray; do
   paths=1; [[ $v == spray ]] && paths=64
