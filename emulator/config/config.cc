@@ -164,7 +164,8 @@ LiveConfig parse_live(const YAML::Node& n, uint32_t num_endpoints, const std::st
 }
 
 // `transport: {kind: none|newreno|reno|ecn|dctcp|pfabric, ack_latency: data_path|propagation,
-//              ack_queueing: none|delay|delay_and_loss, ack_queueing_nic: bool, <TransportParams>}`.
+//              ack_queueing: none|delay|delay_and_loss, ack_queueing_nic: bool, nic: fifo|round_robin,
+//              <TransportParams>}`.
 TransportConfig parse_transport(const YAML::Node& n, const NetworkConfig& net, const std::string& file) {
   TransportConfig t;
   if (!n) return t;
@@ -183,10 +184,13 @@ TransportConfig parse_transport(const YAML::Node& n, const NetworkConfig& net, c
   t.ack_queueing = parse_ack_queueing(get_string(n, "ack_queueing", "none", file, "transport"),
                                       where(file, n["ack_queueing"] ? n["ack_queueing"] : n, "transport.ack_queueing"));
   t.ack_queueing_nic = get_bool(n, "ack_queueing_nic", true, file, "transport");
+  t.nic = parse_nic_mode(get_string(n, "nic", "fifo", file, "transport"),
+                         where(file, n["nic"] ? n["nic"] : n, "transport.nic"));
   YAML::Node params(YAML::NodeType::Map);  // the parameters, sharing the config's nodes (a Clone says 1:1)
   for (const auto& kv : n) {
     const std::string key = kv.first.Scalar();
-    if (key != "ack_latency" && key != "ack_queueing" && key != "ack_queueing_nic") params.force_insert(kv.first, kv.second);
+    if (key != "ack_latency" && key != "ack_queueing" && key != "ack_queueing_nic" && key != "nic")
+      params.force_insert(kv.first, kv.second);
   }
   ParamValues values = to_params(params, "kind", file, "transport");
   values.where = where(file, n, "transport");

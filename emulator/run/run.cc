@@ -77,6 +77,7 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
     y << YAML::Key << "ack_queueing" << YAML::Value << ack_queueing_name(c.transport.ack_queueing);
     if (c.transport.ack_queueing != AckQueueing::kNone)
       y << YAML::Key << "ack_queueing_nic" << YAML::Value << c.transport.ack_queueing_nic;
+    y << YAML::Key << "nic" << YAML::Value << nic_mode_name(c.transport.nic);
     y << YAML::Key << "transport_params" << YAML::Value << YAML::BeginMap;  // every one, defaults included
     for (const auto& [k, v] : transport_param_schema().show(c.transport.params))
       y << YAML::Key << k << YAML::Value << v;

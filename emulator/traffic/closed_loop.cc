@@ -57,7 +57,9 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
  public:
   ClosedLoopSource(ClosedLoopShared& sh, const std::vector<EndpointId>& group, EndpointStamping stamping,
                    std::vector<Timeslot>& first_sent)
-      : sh_(sh), stamping_(stamping), first_sent_(first_sent), nics_(group.size()) {
+      : sh_(sh), stamping_(stamping), first_sent_(first_sent),
+        nics_(sh.nic_mode, static_cast<uint32_t>(group.size()),
+              sh.group_flow_begin[sh.group_of[group.front()] + 1] - sh.group_flow_begin[sh.group_of[group.front()]]) {
     group_ = sh.group_of[group.front()];
     sh.nics[group_] = this;
     for (size_t i = 0; i < group.size(); ++i)  // the engine's groups are ClosedLoopShared's
@@ -149,8 +151,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     for (size_t w = 0; w < busy_.size(); ++w)
       for (uint64_t bits = busy_[w]; bits; bits &= bits - 1) {
         const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
-        NicFifo& nic = nics_[l];
-        const NicSlot e = nic.front();
+        const NicSlot e = nics_.front(l);
         const Arrival& ar = arrivals_[e.arrival];
         const FlowSpec& f = sh_.flows[ar.flow];
         const bool syn = e.flags & NicSlot::kSyn;
@@ -178,8 +179,8 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
         }
         remote_queued_ -= ar.remote;
         --in_nic_[e.arrival];
-        nic.pop();
-        if (nic.empty()) busy_[w] &= ~(1ull << (l & 63));
+        nics_.pop(l);
+        if (nics_.empty(l)) busy_[w] &= ~(1ull << (l & 63));
       }
     return n;
   }
@@ -213,7 +214,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     return false;
   }
 
-  uint32_t nic_backlog(EndpointId e) const override { return nics_[sh_.local_index[e]].size(); }
+  uint32_t nic_backlog(EndpointId e) const override { return nics_.size(sh_.local_index[e]); }
 
  private:
   struct Arrival {
@@ -262,9 +263,8 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   // A SYN joins the NIC; resent if no SYN-ACK came after initial_rto << tries (capped at max_rto).
   void send_syn(uint32_t a, Timeslot now) {
     const Arrival& ar = arrivals_[a];
-    NicFifo& nic = nics_[ar.local];
-    if (nic.empty()) busy_bit(ar.local);
-    nic.push({a, kSynSeq, static_cast<uint32_t>(now), NicSlot::kSyn});
+    if (nics_.empty(ar.local)) busy_bit(ar.local);
+    nics_.push(ar.local, {a, kSynSeq, static_cast<uint32_t>(now), NicSlot::kSyn});
     ++in_nic_[a];
     remote_queued_ += ar.remote;
     const unsigned tries = syn_tries_[a];
@@ -346,11 +346,10 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   void after_event(uint32_t a, Timeslot now) {
     TcpSender& s = *senders_[a];
     const Arrival& ar = arrivals_[a];
-    NicFifo& nic = nics_[ar.local];
     while (const std::optional<Segment> seg = s.next_send(now)) {
-      if (nic.empty()) busy_bit(ar.local);
-      nic.push({a, seg->seq, static_cast<uint32_t>(now),
-                static_cast<uint8_t>((seg->ect ? NicSlot::kEct : 0) | (seg->cwr ? NicSlot::kCwr : 0))});
+      if (nics_.empty(ar.local)) busy_bit(ar.local);
+      nics_.push(ar.local, {a, seg->seq, static_cast<uint32_t>(now),
+                            static_cast<uint8_t>((seg->ect ? NicSlot::kEct : 0) | (seg->cwr ? NicSlot::kCwr : 0))});
       ++in_nic_[a];
       remote_queued_ += ar.remote;
     }
@@ -397,7 +396,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   std::vector<AckMsg> pending_buffer_;
   std::vector<Inbound> inbound_;
   Timeslot next_look_ = 0;  // min over inbound_ of confirmed + d_min: no wait needed while now + 1 <= it
-  std::vector<NicFifo> nics_;
+  NicQueues nics_;  // by local endpoint (transport.nic: fifo or round robin)
   std::vector<uint64_t> busy_;
   uint32_t active_ = 0, active_remote_ = 0;
   uint32_t remote_queued_ = 0;  // segments for outside the group in the NICs

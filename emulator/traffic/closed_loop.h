@@ -62,6 +62,11 @@ enum class AckQueueing : uint8_t {
 AckQueueing parse_ack_queueing(const std::string& s, const std::string& where);
 const char* ack_queueing_name(AckQueueing a);
 
+// How a host's NIC serves its flows' segments (closed_loop_nic.h).
+enum class NicMode : uint8_t;
+NicMode parse_nic_mode(const std::string& s, const std::string& where);
+const char* nic_mode_name(NicMode m);
+
 // The `transport:` section of a run, resolved.
 struct TransportConfig {
   bool enabled = false;  // kind: none -> open loop (every packet sent once)
@@ -70,6 +75,7 @@ struct TransportConfig {
   AckLatency ack_latency = AckLatency::kDataPath;
   AckQueueing ack_queueing = AckQueueing::kNone;
   bool ack_queueing_nic = true;  // with ack_queueing: the ACK also waits behind its receiver's NIC FIFO
+  NicMode nic{};                 // fifo (the default, 0) or round_robin across the host's flows
 };
 
 // Waits in timeslots, log-linear: one bin per value below kExact, then

@@ -13,6 +13,7 @@
 #include "emulator/engine/event_log.h"
 #include "emulator/topology/topology.h"
 #include "emulator/traffic/closed_loop.h"
+#include "emulator/traffic/closed_loop_nic.h"
 #include "emulator/traffic/traffic.h"
 #include "transports/receiver.h"
 
@@ -115,6 +116,7 @@ struct ClosedLoopShared {
   std::vector<PortId> ack_port;         // by flow: first port of the ACK's path, on the destination's ToR (kNoRoute: none)
   std::vector<const Router*> tor;       // by group: its ToR (Traffic::set_group_router), read by the group's sink
   bool ack_wait_nic = true;             // ACK queueing: also behind the receiver's own NIC FIFO
+  NicMode nic_mode{};                   // transport.nic: how a host's NIC serves its flows
   std::vector<const NicBacklog*> nics;  // by group: its source's NICs (set by the source, read by the group's sink)
   std::unique_ptr<GroupAckStats[]> ack_stats;           // by group
   std::unique_ptr<GroupNicStats[]> nic_stats;           // by group

@@ -8,6 +8,7 @@
 
 #include "api/params.h"
 #include "emulator/traffic/closed_loop_internal.h"
+#include "emulator/traffic/closed_loop_nic.h"
 #include "emulator/workload/collective.h"
 
 namespace flexplane {
@@ -26,6 +27,14 @@ AckQueueing parse_ack_queueing(const std::string& s, const std::string& where) {
   if (s == "delay_and_loss") return AckQueueing::kDelayAndLoss;
   throw ConfigError(where + ": unknown ack_queueing '" + s + "' (known: none, delay, delay_and_loss)");
 }
+
+NicMode parse_nic_mode(const std::string& s, const std::string& where) {
+  if (s == "fifo") return NicMode::kFifo;
+  if (s == "round_robin") return NicMode::kRoundRobin;
+  throw ConfigError(where + ": unknown nic '" + s + "' (known: fifo, round_robin)");
+}
+
+const char* nic_mode_name(NicMode m) { return m == NicMode::kFifo ? "fifo" : "round_robin"; }
 
 void WaitHistogram::merge(const WaitHistogram& o) {
   if (o.counts.size() > counts.size()) counts.resize(o.counts.size(), 0);
@@ -104,6 +113,7 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   ack_delay.resize(flows.size());
   ack_port.assign(flows.size(), kNoRoute);
   ack_wait_nic = config.ack_queueing_nic;
+  nic_mode = config.nic;
   nics.assign(num_groups, nullptr);
   base_rtt.resize(flows.size());
   receivers.resize(flows.size());
