@@ -30,6 +30,7 @@
 
 #include "api/classifier.h"
 #include "api/load_balancer.h"
+#include "api/pfc.h"
 #include "api/queue_manager.h"
 #include "api/router.h"
 #include "api/scheduler.h"
@@ -46,11 +47,29 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     spreads_ = lb_ && !lb_->flow_hash_only();
   }
 
+  // Lossless: PFC on this router (api/pfc.h), before bind(). Throws
+  // ConfigError (naming `where`) if the components cannot honour pauses.
+  void enable_pfc(const PfcParams& p, const std::string& where) {
+    if (cls_->num_queues() > QueueBank::kPfcPriorities)
+      throw ConfigError(where + ": PFC has " + std::to_string(QueueBank::kPfcPriorities) +
+                        " priorities, one per queue, but the classifier '" + cls_->registered_name() + "' makes " +
+                        std::to_string(cls_->num_queues()) + " queues per port");
+    if (cls_->num_queues() > 1 && !sched_->honours_pause())
+      throw ConfigError(where + ": with several queues per port PFC needs a scheduler that honours pauses "
+                        "(priority, round_robin); '" + std::string(sched_->registered_name()) + "' does not");
+    pfc_ = std::make_unique<PfcState>();
+    pfc_params_ = p;
+  }
+
   void bind(const RouterEnv& env) override {
     routes_ = env.routes;
     const bool stamps = cls_->uses_enqueue_time() || qm_->uses_enqueue_time() || sched_->uses_enqueue_time();
     bank_.reset(env.num_ports, cls_->num_queues(), qm_->queue_capacity_pkts(), stamps);
     rng_.reseed(env.seed, 0x1000000ull + env.router_id);
+    if (pfc_) {
+      bank_.keep_ingress();
+      pfc_->bind(pfc_params_, &bank_, env.num_ports);
+    }
     verdicts_ = Verdicts(&bank_, env.router_id, env.sink);
     for (int i = 0; i < num_components_; ++i)
       labels_[i] = std::string(kKinds[i]) + " '" + components()[i]->registered_name() + "' (router " +
@@ -106,18 +125,48 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     input_range(pkts, n, now);
   }
 
+  // PFC: arrivals one at a time, each charged to its ingress port.
+  void input_from(Packet* pkts, const PortId* ingress, uint32_t n, Timeslot now) override {
+    if (!pfc_) return input(pkts, n, now);
+    bank_.set_now(now);
+    const uint32_t start = n > 1 ? static_cast<uint32_t>(now % n) : 0;  // rotated, as input()
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t i = k + start < n ? k + start : k + start - n;
+      bank_.set_ingress(ingress[i]);
+      if (input_chunk(pkts + i, 1, now)) pfc_->arrived(ingress[i], single_queue_ ? 0 : queues_[0]);
+    }
+  }
+
   uint32_t output(Timeslot now, Packet* out, PortId* out_ports) override {
     bank_.set_now(now);
     // The backlogged ports as they are before the first pick (a scheduler's
     // picks empty ports): one word per 64 ports, no list of port numbers.
+    // Ports whose backlog is all paused (PFC) are left out.
     const uint32_t words = bank_.port_words();
-    const uint64_t* nonempty = bank_.nonempty_port_words();
     uint64_t any = 0;
-    for (uint32_t w = 0; w < words; ++w) any |= live_words_[w] = nonempty[w];
-    if (!any) return 0;
-    bank_.set_reader(labels_[2].c_str());
-    return sched_->schedule_ports(live_words_.data(), words, now, out, out_ports);
+    if (__builtin_expect(bank_.any_paused(), 0)) {
+      bank_.sendable_port_words(live_words_.data());
+      for (uint32_t w = 0; w < words; ++w) any |= live_words_[w];
+    } else {
+      const uint64_t* nonempty = bank_.nonempty_port_words();
+      for (uint32_t w = 0; w < words; ++w) any |= live_words_[w] = nonempty[w];
+    }
+    uint32_t m = 0;
+    if (any) {
+      bank_.set_reader(labels_[2].c_str());
+      m = sched_->schedule_ports(live_words_.data(), words, now, out, out_ports);
+    }
+    if (pfc_) pfc_->update(now);
+    return m;
   }
+
+  bool pauses() const override { return pfc_ != nullptr; }
+  uint32_t pause_frames(Timeslot, PauseFrame* out) override { return pfc_ ? pfc_->take_frames(out) : 0; }
+  void pause(PortId port, uint8_t paused, Timeslot now) override {
+    if (pfc_) pfc_->received(port, paused, now);
+    else if (port < bank_.num_ports()) bank_.set_paused(port, paused);
+  }
+  const PfcState* pfc() const override { return pfc_.get(); }
 
   // One virtual call for the whole burst: the scheduler's schedule() in a loop
   // (api/scheduler.h), as repeated output() calls would run it for this port.
@@ -167,7 +216,8 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     }
   }
 
-  void input_chunk(Packet* pkts, uint32_t n, Timeslot now) {
+  // Returns how many packets reached the queue manager (routed and classified).
+  uint32_t input_chunk(Packet* pkts, uint32_t n, Timeslot now) {
     verdicts_.set_now(now);
     uint32_t m;
     if (spreads_) {  // the load balancer picks among each group's ports, for the whole batch
@@ -179,7 +229,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     } else {
       m = route_batch<false>(pkts, n);
     }
-    if (!m) return;
+    if (!m) return 0;
     if (!single_queue_) {  // else every packet joins queue 0 (enqueue_batch gets no queues)
       bank_.set_reader(labels_[0].c_str());
       if (__builtin_expect(cls_->classify_batch(pkts, ports_.data(), queues_.data(), m), 0))
@@ -187,6 +237,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
     }
     bank_.set_reader(labels_[1].c_str());
     if (m) qm_->enqueue_batch(pkts, ports_.data(), single_queue_ ? nullptr : queues_.data(), m, now, verdicts_);
+    return m;
   }
 
   // Route (ECMP inline, or the ports the load balancer already wrote into
@@ -236,6 +287,8 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   std::unique_ptr<QueueManagerBase> qm_;
   std::unique_ptr<SchedulerBase> sched_;
   std::unique_ptr<LoadBalancerBase> lb_;  // null: ECMP inline
+  std::unique_ptr<PfcState> pfc_;         // null: no PFC (enable_pfc)
+  PfcParams pfc_params_;
   bool spreads_ = false;                  // lb_ is not flow_hash_only(): it chooses every group's port
   int num_components_ = 3;
   const RoutingTable* routes_ = nullptr;

@@ -66,6 +66,9 @@ class alignas(kCacheLine) QueueBank {
       queues_[i].stamps = stamps_ ? stamps_.get() + i * stride_ : nullptr;
     }
     reasons_.assign(nq, ByReason{});
+    ingress_ring_.reset();
+    ingress_pkts_.clear();
+    paused_ports_ = 0;
     ports_.assign(num_ports, PortState{});
     nonempty_ports_.assign((num_ports + 63) / 64, 0);
   }
@@ -85,8 +88,10 @@ class alignas(kCacheLine) QueueBank {
   }
   bool empty(PortId port, QueueId q) const { return queue(port, q).count == 0; }
   bool full(PortId port, QueueId q) const { return queue(port, q).count >= capacity_; }
-  // Bit q set when queue q of `port` holds packets.
-  uint64_t nonempty_queues(PortId port) const { return ports_[port].mask; }
+  // Bit q set when queue q of `port` holds packets and may send: a queue
+  // its downstream neighbour paused (PFC, set_paused) is left out, so a
+  // scheduler that picks through this mask honours pauses without knowing.
+  uint64_t nonempty_queues(PortId port) const { return ports_[port].mask & ~uint64_t{ports_[port].paused}; }
   // Timeslot at which the queue last became empty (0 if never used).
   Timeslot idle_since(PortId port, QueueId q) const { return queue(port, q).idle_since; }
   // When the packet `index` behind the head was enqueued; only in banks that
@@ -106,6 +111,52 @@ class alignas(kCacheLine) QueueBank {
   // that message; the router sets it per batch (PatternRouter).
   void set_reader(const char* label) { reader_ = label; }
   const char* reader() const { return reader_; }
+  // Lossless fabrics (PFC; api/pfc.h). keep_ingress() after reset(): the
+  // bank then records each packet's ingress port (set_ingress() before the
+  // pushes of that port's arrivals) and counts packets per (ingress port,
+  // queue), charged at push and released however the packet leaves (pop,
+  // pop_at, remove_at). Queues are PFC priorities: at most kPfcPriorities.
+  static constexpr unsigned kPfcPriorities = 8;
+  void keep_ingress() {
+    assert(queues_per_port_ <= kPfcPriorities);
+    const size_t nq = static_cast<size_t>(num_ports_) * queues_per_port_;
+    ingress_ring_.reset(new PortId[nq * stride_]);
+    for (size_t i = 0; i < nq; ++i) queues_[i].ingress = ingress_ring_.get() + i * stride_;
+    ingress_pkts_.assign(static_cast<size_t>(num_ports_) * kPfcPriorities, 0);
+  }
+  bool keeps_ingress() const { return ingress_ring_ != nullptr; }
+  void set_ingress(PortId in) { ingress_ = in; }
+  // Packets held that came in on `in` and sit in queue q of any port.
+  uint32_t ingress_packets(PortId in, QueueId q) const { return ingress_pkts_[ingress_index(in, q)]; }
+  // Where the packet `index` behind the head of (port, q) came in.
+  PortId ingress_of(PortId port, QueueId q, uint32_t index = 0) const {
+    const QueueState& s = queue(port, q);
+    assert(s.ingress && index < s.count);
+    return s.ingress[(s.head + index) & ring_mask_];
+  }
+  // Pause (PFC): queues of `port` in `queues` may not send until resumed;
+  // nonempty_queues() leaves them out, and sendable_port_words() the ports
+  // whose every backlogged queue is paused.
+  void set_paused(PortId port, uint32_t queues) {
+    uint32_t& p = ports_[port].paused;
+    paused_ports_ += (queues != 0) - (p != 0);
+    p = queues;
+  }
+  uint32_t paused(PortId port) const { return ports_[port].paused; }
+  // nonempty_port_words() without the ports that hold only paused packets.
+  void sendable_port_words(uint64_t* out) const {
+    for (size_t w = 0; w < nonempty_ports_.size(); ++w) {
+      uint64_t bits = nonempty_ports_[w];
+      if (paused_ports_)
+        for (uint64_t b = bits; b; b &= b - 1) {
+          const PortId port = static_cast<PortId>(w * 64 + __builtin_ctzll(b));
+          if (!nonempty_queues(port)) bits &= ~(1ull << (port & 63));
+        }
+      out[w] = bits;
+    }
+  }
+  bool any_paused() const { return paused_ports_ != 0; }
+
   // Append to the tail. Returns false (and changes nothing) when the queue is at
   // capacity; the framework then drops the packet with Reason::kBankOverflow.
   //
@@ -122,6 +173,10 @@ class alignas(kCacheLine) QueueBank {
     const uint16_t size = p.size_bytes;
     s.ring[at] = p;
     if (Timeslot* const st = s.stamps) st[at] = now_;
+    if (PortId* const ig = s.ingress) [[unlikely]] {
+      ig[at] = ingress_;
+      ++ingress_pkts_[ingress_index(ingress_, q)];
+    }
     s.count = count + 1;
     s.bytes += size;
     ++s.enqueued;
@@ -150,6 +205,8 @@ class alignas(kCacheLine) QueueBank {
     assert(s.count > 0);
     const uint32_t head = s.head;
     const Packet p = s.ring[head & ring_mask_];
+    if (const PortId* const ig = s.ingress) [[unlikely]]
+      --ingress_pkts_[ingress_index(ig[head & ring_mask_], q)];
     s.head = head + 1;
     ++s.dequeued;
     after_remove(port, q, s, p.size_bytes);
@@ -168,11 +225,13 @@ class alignas(kCacheLine) QueueBank {
     QueueState& s = queue(port, q);
     assert(index < s.count);
     Packet p = s.ring[(s.head + index) & ring_mask_];
+    if (s.ingress) --ingress_pkts_[ingress_index(s.ingress[(s.head + index) & ring_mask_], q)];
     // Close the gap from the nearer end: O(min(index, count - index)).
     auto move = [&](uint32_t to, uint32_t from) {
       const uint32_t t = (s.head + to) & ring_mask_, f = (s.head + from) & ring_mask_;
       s.ring[t] = s.ring[f];
       if (s.stamps) s.stamps[t] = s.stamps[f];
+      if (s.ingress) s.ingress[t] = s.ingress[f];
     };
     if (index < s.count / 2) {
       for (uint32_t i = index; i > 0; --i) move(i, i - 1);
@@ -271,6 +330,7 @@ class alignas(kCacheLine) QueueBank {
     Timeslot idle_since = 0;
     Packet* ring = nullptr;       // this queue's slots (stride_ apart in slots_)
     Timeslot* stamps = nullptr;   // and enqueue times, if kept
+    PortId* ingress = nullptr;    // and ingress ports, if kept (keep_ingress)
     uint64_t arrived = 0, enqueued = 0, dequeued = 0;
     uint64_t dropped_on_arrival = 0, dropped_at_dequeue = 0, evicted = 0, marked = 0;
   };
@@ -280,6 +340,7 @@ class alignas(kCacheLine) QueueBank {
     uint64_t marks[kNumReasons] = {};
   };
 
+  static size_t ingress_index(PortId in, QueueId q) { return static_cast<size_t>(in) * kPfcPriorities + q; }
   size_t index(PortId port, QueueId q) const {
     assert(port < num_ports_ && q < queues_per_port_);
     return static_cast<size_t>(port) * queues_per_port_ + q;
@@ -422,6 +483,10 @@ class alignas(kCacheLine) QueueBank {
   } slots_;
   Timeslot next_review_ = 0;  // set_now() reviews the bank's pages from this timeslot on
   std::unique_ptr<Timeslot[]> stamps_;  // per slot: when its packet was enqueued (if kept)
+  std::unique_ptr<PortId[]> ingress_ring_;  // per slot: the port its packet came in on (if kept)
+  std::vector<uint32_t> ingress_pkts_;      // [ingress port][queue]: packets held (if kept)
+  PortId ingress_ = 0;                      // the port of the arrivals being pushed
+  uint32_t paused_ports_ = 0;               // ports with a paused queue
   cache_vector<QueueState> queues_;
   // Apart from the queues (tried: in queue 0's line, which saved a few
   // instructions per packet with one queue per port but cost DRR, whose
@@ -429,6 +494,7 @@ class alignas(kCacheLine) QueueBank {
   struct PortState {
     uint64_t mask = 0;     // bit q: queue q non-empty
     uint32_t packets = 0;  // over all queues of the port
+    uint32_t paused = 0;   // bit q: queue q paused by the neighbour (PFC)
   };
   cache_vector<PortState> ports_;
   uint64_t settled_ = 0;

@@ -29,6 +29,17 @@ struct RouterEnv {
   uint64_t seed = 1;                     // run seed; combine with router_id for streams
 };
 
+// A PFC pause frame (IEEE 802.1Qbb; api/pfc.h): from now on the neighbour
+// on `port` may not send packets of the priorities set in `paused` (bit q:
+// priority q, which is queue q of the neighbour's port towards us); 0 resumes
+// all. Frames are edges: a router sends one when the set changes.
+struct PauseFrame {
+  PortId port = 0;
+  uint8_t paused = 0;
+};
+
+class PfcState;  // api/pfc.h
+
 class Router {
  public:
   virtual ~Router() = default;
@@ -77,6 +88,19 @@ class Router {
   // bind(), once. PatternRouter: true (its scheduler is asked
   // only for backlogged ports, and components update lazily on packets).
   virtual bool idles_when_empty() const { return false; }
+  // Lossless fabrics (PFC; api/pfc.h, docs/design.md "PFC"). A router that
+  // pauses() takes its arrivals through input_from(), with each packet's
+  // ingress port, and after each output() hands over the pause frames it
+  // sends (pause_frames(); at most one per port); the engine carries each to
+  // the neighbour on that port with the link's latency, where the neighbour's
+  // pause() applies it. Any router may be paused: by default it ignores it.
+  virtual bool pauses() const { return false; }
+  virtual void input_from(Packet* pkts, const PortId* ingress, uint32_t n, Timeslot now) { input(pkts, n, now); }
+  // `out` has room for num_ports frames; returns how many were written.
+  virtual uint32_t pause_frames(Timeslot /*now*/, PauseFrame* /*out*/) { return 0; }
+  virtual void pause(PortId /*port*/, uint8_t /*paused*/, Timeslot /*now*/) {}
+  // Pause counters and state, for outputs (null: no PFC).
+  virtual const PfcState* pfc() const { return nullptr; }
   // The framework-owned accounting (occupancy, counters).
   virtual const QueueBank& bank() const = 0;
   // Packets dropped before reaching any queue, by reason (no_route,

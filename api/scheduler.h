@@ -33,6 +33,11 @@ class SchedulerBase : public ComponentBase {
   // Router mode: up to `max` packets of one backlogged port at `now`, by
   // calling schedule() while it sends and the port has backlog.
   virtual uint32_t schedule_burst(PortId port, Timeslot now, uint32_t max, Packet* out) = 0;
+  // Whether it picks queues only through bank().nonempty_queues(), which
+  // leaves out queues paused by PFC (api/pfc.h): declare `static constexpr
+  // bool kHonoursPause = true;`. PFC with several queues per port needs it;
+  // with one, the router never offers a paused port.
+  virtual bool honours_pause() const { return false; }
 };
 
 template <class Derived, class P>
@@ -44,6 +49,12 @@ class Scheduler : public SchedulerBase, public Configured<P> {
   }
   void on_bind() {}  // optional hook: size per-port state from shape()
   bool uses_enqueue_time() const override { return uses_enqueue_time_v<Derived>(); }
+  bool honours_pause() const override {
+    if constexpr (requires { Derived::kHonoursPause; })
+      return Derived::kHonoursPause;
+    else
+      return false;
+  }
 
   uint32_t schedule_ports(const uint64_t* nonempty, uint32_t words, Timeslot now, Packet* out,
                           PortId* out_ports) final {

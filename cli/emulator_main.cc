@@ -51,6 +51,14 @@ void print_summary(const RunConfig& c, const RunSummary& s) {
               (unsigned long long)s.drops, (unsigned long long)s.marks, emulated_ms,
               s.all_flows_done ? "all flows done" : "to the cap", s.wall_seconds,
               s.router_packet_hops / std::max(1e-9, s.wall_seconds) / 1e6, s.output_dir.c_str());
+  if (s.pfc.routers)
+    std::printf("%-14s pfc: %llu pauses sent, %.1f us paused in all, most held from one ingress %u packets%s "
+                "(pfc.csv)\n",
+                "", (unsigned long long)s.pfc.pauses_sent, s.pfc.paused_sent_ts * c.network.timeslot_ns() / 1000.0,
+                s.pfc.max_ingress_pkts,
+                s.pfc.headroom_overruns ? (", " + std::to_string(s.pfc.headroom_overruns) +
+                                           " arrivals past xoff + headroom: raise headroom_pkts").c_str()
+                                        : "");
   if (s.collective.iterations)
     std::printf("%-14s collective: %u of %u iterations done, iteration time mean %.1f us, max %.1f us "
                 "(collective.csv)\n",

@@ -6,6 +6,7 @@ namespace flexplane {
 
 class PriorityScheduler : public Scheduler<PriorityScheduler, NoParams> {
  public:
+  static constexpr bool kHonoursPause = true;  // picks through nonempty_queues() only
   bool schedule(PortId port, Timeslot now, Packet& out) {
     // A queue manager acting at dequeue may empty a queue by drops: then try the next.
     for (uint64_t live; (live = bank().nonempty_queues(port));)

@@ -8,6 +8,7 @@ namespace flexplane {
 
 class RoundRobinScheduler : public Scheduler<RoundRobinScheduler, NoParams> {
  public:
+  static constexpr bool kHonoursPause = true;  // picks through nonempty_queues() only
   void on_bind() { last_.assign(shape().num_ports, kMaxQueuesPerPort - 1); }  // first turn: queue 0
 
   bool schedule(PortId port, Timeslot now, Packet& out) {

@@ -123,10 +123,11 @@ inline constexpr double kNsPerTick = 1000;
 class TestRouter {
  public:
   TestRouter(uint16_t num_ports, const Components& c, uint64_t seed = 1, uint32_t mtu_bytes = 1500,
-             double ns_per_tick = kNsPerTick)
+             double ns_per_tick = kNsPerTick, const PfcParams* pfc = nullptr)
       : routes_(num_ports, 0),
         router_(make_component<ClassifierBase>(c.classifier), make_component<QueueManagerBase>(c.queue_manager),
                 make_component<SchedulerBase>(c.scheduler)) {
+    if (pfc) router_.enable_pfc(*pfc, "test.pfc");
     for (PortId i = 0; i < num_ports; ++i) routes_.set(i, {i});
     RouterEnv env;
     env.num_ports = num_ports;
@@ -144,6 +145,16 @@ class TestRouter {
     router_.input(pkts.data(), static_cast<uint32_t>(pkts.size()), now);
   }
   void input(const Packet& p, Timeslot now) { input(std::vector<Packet>{p}, now); }
+  // PFC: packets with their ingress ports.
+  void input_from(std::vector<Packet> pkts, std::vector<PortId> ingress, Timeslot now) {
+    REQUIRE(pkts.size() == ingress.size());
+    router_.input_from(pkts.data(), ingress.data(), static_cast<uint32_t>(pkts.size()), now);
+  }
+  std::vector<PauseFrame> pause_frames(Timeslot now) {
+    std::vector<PauseFrame> f(bank().num_ports());
+    f.resize(router_.pause_frames(now, f.data()));
+    return f;
+  }
   void input_in_order(std::vector<Packet> pkts, Timeslot now) {
     router_.input_in_order(pkts.data(), static_cast<uint32_t>(pkts.size()), now);
   }

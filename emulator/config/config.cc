@@ -244,7 +244,7 @@ void parse_component(const YAML::Node& node, ComponentSpec& spec, const std::str
 
 // Apply one level of router config (default, tier or name) onto `spec`.
 void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::string& file, const std::string& path) {
-  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router", "load_balancer"}, file, path);
+  check_keys(node, {"scheme", "classifier", "queue_manager", "scheduler", "router", "load_balancer", "pfc"}, file, path);
   if (node["scheme"]) {
     const std::string scheme = get_string(node, "scheme", "", file, path);
     // Switching scheme resets the components (names and parameters) chosen at
@@ -257,6 +257,17 @@ void apply_router_level(const YAML::Node& node, RouterSpec& spec, const std::str
   if (node["scheduler"]) parse_component(node["scheduler"], spec.scheduler, file, path + ".scheduler");
   // Not part of a scheme: a scheme switch keeps it.
   if (node["load_balancer"]) parse_component(node["load_balancer"], spec.load_balancer, file, path + ".load_balancer");
+  // Lossless (api/pfc.h): `pfc: {xoff_pkts: 32, ...}` (parameters merge over
+  // broader levels'), `pfc: on` for the defaults, `pfc: off` to leave it out.
+  if (const YAML::Node pfc = node["pfc"]) {
+    if (pfc.IsScalar()) {
+      spec.pfc = get_bool(node, "pfc", false, file, path);
+    } else {
+      spec.pfc = true;
+      ParamValues extra = to_params(pfc, nullptr, file, path + ".pfc");
+      for (auto& kv : extra.entries) spec.pfc_params.set(kv.first, kv.second, extra.where_of(kv.first));
+    }
+  }
   if (node["router"]) {
     ComponentSpec generic;
     parse_component(node["router"], generic, file, path + ".router");

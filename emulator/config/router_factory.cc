@@ -39,6 +39,9 @@ std::unique_ptr<Router> build_router(const RouterSpec& spec, ResolvedRouter* res
     if (!spec.load_balancer.name.empty() && spec.load_balancer.name != "ecmp")
       throw ConfigError(spec.where + ".load_balancer: a generic router ('router') routes by ECMP itself; '" +
                         spec.load_balancer.name + "' needs a pattern router (scheme or components)");
+    if (spec.pfc)
+      throw ConfigError(spec.where + ".pfc: a generic router ('router') does not pause; PFC needs a pattern router "
+                        "(scheme or components)");
     out.router = spec.router;
     ParamValues values = spec.router_params;
     values.where = spec.where + ".router";
@@ -62,7 +65,16 @@ std::unique_ptr<Router> build_router(const RouterSpec& spec, ResolvedRouter* res
   auto q = make<QueueManagerBase>(spec.queue_manager, qm, spec.where, &out.queue_manager, &out.queue_manager_params);
   auto s = make<SchedulerBase>(spec.scheduler, sched, spec.where, &out.scheduler, &out.scheduler_params);
   auto lb = make<LoadBalancerBase>(spec.load_balancer, "ecmp", spec.where, &out.load_balancer, &out.load_balancer_params);
-  return std::make_unique<PatternRouter>(std::move(c), std::move(q), std::move(s), std::move(lb));
+  auto router = std::make_unique<PatternRouter>(std::move(c), std::move(q), std::move(s), std::move(lb));
+  if (spec.pfc) {
+    ParamValues values = spec.pfc_params;
+    values.where = spec.where + ".pfc";
+    const PfcParams p = pfc_schema().parse(values, "pfc");
+    router->enable_pfc(p, values.where);
+    out.pfc = true;
+    out.pfc_params = pfc_schema().show(p);
+  }
+  return router;
 }
 
 }  // namespace flexplane

@@ -23,6 +23,8 @@ struct RouterSpec {
   ParamValues router_params;
   ComponentSpec classifier, queue_manager, scheduler;
   ComponentSpec load_balancer;  // empty name: ecmp
+  bool pfc = false;             // lossless: PFC on this router (api/pfc.h)
+  ParamValues pfc_params;
 };
 
 // What was actually built, with every parameter resolved (for run metadata).
@@ -31,6 +33,8 @@ struct ResolvedRouter {
   std::string router;
   std::string classifier, queue_manager, scheduler, load_balancer;
   ResolvedParams router_params, classifier_params, queue_manager_params, scheduler_params, load_balancer_params;
+  bool pfc = false;
+  ResolvedParams pfc_params;
   std::string endpoint_priority = "none";  // what the preset asks endpoints to stamp
   uint8_t request_custom_bytes = 0;        // scheme data per request / verdict (from the preset)
   uint8_t verdict_custom_bytes = 0;

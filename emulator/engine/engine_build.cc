@@ -118,6 +118,11 @@ void Engine::build(Traffic& traffic) {
     env.seed = options_.seed;
     routers_[r]->bind(env);
     node->has_stats = !routers_[r]->stat_descs().empty();
+    node->pauses = routers_[r]->pauses();
+    node->ingress.resize(spec.num_ports);
+    node->frames.resize(spec.num_ports);
+    node->rack_local.assign(spec.num_ports, 0);
+    node->endpoint_port = &topology_.endpoint_port;
     rnodes[r] = node.get();
     node->core->nodes.push_back(std::move(node));
   }
@@ -143,6 +148,10 @@ void Engine::build(Traffic& traffic) {
     for (auto [from, to, link] : {std::tuple{rl.a, rl.b, ab}, std::tuple{rl.b, rl.a, ba}}) {
       rnodes[from.router]->out.at(from.port) = link;
       rnodes[from.router]->kind.at(from.port) = PortKind::kRouter;
+      if (rnodes[from.router]->pauses) {  // its pause frames travel on the link's control lane
+        link->enable_ctrl();
+        rnodes[to.router]->reads_ctrl = true;
+      }
       in_links[to.router].emplace_back(to.port, link);
       directed.push_back(DirectedLink{from, to, link});
     }
@@ -152,7 +161,10 @@ void Engine::build(Traffic& traffic) {
   }
   for (uint32_t r = 0; r < nr; ++r) {
     std::sort(in_links[r].begin(), in_links[r].end());
-    for (const auto& [port, link] : in_links[r]) rnodes[r]->in.push_back(link);
+    for (const auto& [port, link] : in_links[r]) {
+      rnodes[r]->in.push_back(link);
+      rnodes[r]->in_port.push_back(port);
+    }
   }
 
   // One endpoint group per router with endpoints, on that router's core,
@@ -172,6 +184,7 @@ void Engine::build(Traffic& traffic) {
                           " is connected twice");
       rnodes[r]->kind[port] = PortKind::kEndpoint;
       rnodes[r]->endpoint_at[port] = group[i];
+      rnodes[r]->rack_local[port] = static_cast<uint32_t>(i);
       last_port = port;
     }
     for (const auto& [port, link] : in_links[r])

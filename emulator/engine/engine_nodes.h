@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <queue>
@@ -189,10 +190,28 @@ struct alignas(kCacheLine) Engine::EndpointGroupNode final : Engine::Node {
   uint32_t tor_index = 0;  // its ToR's node index on the core (woken by what the group sends)
   bool skip_idle = false;  // EngineOptions::skip_idle
   Timeslot next_emit = 0;  // the source asked not to emit before this (TrafficSource::next_emit)
+  // PFC frames from the ToR on their way down the access links (in arrival order).
+  struct PauseArrival {
+    Timeslot at;
+    uint32_t local;
+    uint8_t paused;
+  };
+  std::deque<PauseArrival> pauses_in;
+
+  // The ToR paused (or resumed) endpoint `local` at `now`; it hears at now + latency.
+  void pause_from_tor(Timeslot now, uint32_t local, uint8_t paused) {
+    const Timeslot at = now + down.latency();
+    pauses_in.push_back(PauseArrival{at, local, paused});
+    if (skip_idle) core->wake_soon(at, index);
+  }
 
   bool step(Timeslot now) override {
     Packet* arrived;
     if (const uint32_t n = down.arriving(now, &arrived)) sink->deliver(arrived, n, now);
+    for (; !pauses_in.empty() && pauses_in.front().at <= now; pauses_in.pop_front()) {
+      source->pause(pauses_in.front().local, pauses_in.front().paused, now);
+      next_emit = std::min(next_emit, now);
+    }
     // Woken only for deliveries while the source sleeps: emit() would do nothing.
     if (now < next_emit) return false;
     const uint32_t m = source->emit(now, up.send_buffer(now), sent_local.data());
@@ -269,6 +288,15 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     uint32_t node = 0;
   };
   cache_vector<Target> target;
+  // PFC (api/pfc.h): a router that pauses() gets each arrival's ingress port
+  // and sends pause frames on its links' control lanes or to its rack.
+  bool pauses = false;
+  bool reads_ctrl = false;                       // some in-link has a control lane
+  cache_vector<PortId> in_port;                  // in[i]'s port
+  cache_vector<PortId> ingress;                  // scratch: each arrival's port
+  const std::vector<PortRef>* endpoint_port = nullptr;  // the topology's (a rack arrival's port)
+  std::vector<PauseFrame> frames;                // scratch: one per port
+  std::vector<uint32_t> rack_local;              // per endpoint port: the endpoint's index in the rack
 
   bool step(Timeslot now) override {
     // Arrivals: the rack's endpoints (lower ports), then other routers.
@@ -276,14 +304,21 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     bool got = false;
     if (rack)
       if (const uint32_t n = rack->up.arriving(now, &arrived)) {
-        router->input(arrived, n, now);
+        if (pauses) {
+          for (uint32_t i = 0; i < n; ++i) ingress[i] = (*endpoint_port)[arrived[i].src].port;
+          router->input_from(arrived, ingress.data(), n, now);
+        } else {
+          router->input(arrived, n, now);
+        }
         got = true;
       }
     if (!in.empty()) {
       // Only now wait for other cores: the rack's arrivals above overlapped the hand-off.
       if (boundary) core->wait_upstream(now);
       uint32_t n = 0;
-      if (!skip_idle) {
+      if (__builtin_expect(pauses || reads_ctrl, 0)) {
+        n = take_with_ctrl(now);
+      } else if (!skip_idle) {
         for (const Link::View& l : in_view)
           if (l.take(now, batch[n])) ++n;
       } else {
@@ -301,7 +336,10 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
         }
       }
       if (n) {
-        router->input(batch.data(), n, now);
+        if (pauses)
+          router->input_from(batch.data(), ingress.data(), n, now);
+        else
+          router->input(batch.data(), n, now);
         got = true;
       }
     }
@@ -319,7 +357,50 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
       rack->down.commit(now, to_rack);
       if (to_rack && skip_idle) core->wake_soon(now + rack->down.latency(), rack_index);
     }
+    if (pauses) send_pause_frames(now);
     return always || !bank->idle();
+  }
+
+  // PFC: the packets arriving over links, with their ports, and the pause
+  // frames beside them (applied before this timeslot's output()).
+  uint32_t take_with_ctrl(Timeslot now) {
+    uint32_t n = 0;
+    auto take = [&](size_t i) {
+      const Link::View& l = in_view[i];
+      if (l.take(now, batch[n])) ingress[n++] = in_port[i];
+      uint8_t paused;
+      if (l.ctrl && l.take_ctrl(now, paused)) router->pause(in_port[i], paused, now);
+    };
+    if (!skip_idle) {
+      for (size_t i = 0; i < in_view.size(); ++i) take(i);
+      return n;
+    }
+    uint64_t& slot = arrive[now & arrive_mask];
+    uint64_t bits = slot | remote_in;
+    slot = 0;
+    for (; bits; bits &= bits - 1) {
+      const unsigned i = static_cast<unsigned>(__builtin_ctzll(bits));
+      if (i < 63)
+        take(i);
+      else
+        for (size_t j = 63; j < in_view.size(); ++j) take(j);
+    }
+    return n;
+  }
+
+  // PFC: this timeslot's pause frames, each to the neighbour on its port.
+  void send_pause_frames(Timeslot now) {
+    const uint32_t k = router->pause_frames(now, frames.data());
+    for (uint32_t i = 0; i < k; ++i) {
+      const PauseFrame& f = frames[i];
+      if (f.port >= kind.size()) continue;
+      if (kind[f.port] == PortKind::kRouter) {
+        target[f.port].link.put_ctrl(now, f.paused);
+        sent_on(f.port, now);  // wakes the neighbour if it shares our core (else it reads every timeslot)
+      } else if (kind[f.port] == PortKind::kEndpoint && rack) {
+        rack->pause_from_tor(now, rack_local[f.port], f.paused);
+      }
+    }
   }
 
   // A packet went onto the link of `port` at `now`: wake the router it leads to.

@@ -24,6 +24,13 @@ class alignas(kCacheLine) Link {
     Timeslot stamp = ~Timeslot{0};
     Packet pkt{};
   };
+  // The control lane (PFC pause frames, api/pfc.h): beside the packets, only
+  // on links whose sender pauses. A frame does not take the packet's slot
+  // (64 bytes against an MTU: the timeslot's packet still goes).
+  struct CtrlSlot {
+    Timeslot stamp = ~Timeslot{0};
+    uint8_t paused = 0;
+  };
   // The link's wheel as its sender and receiver use it, copied into their
   // own per-port arrays: a hop then touches the slot, not the Link object
   // as well (one dependent cache miss less per put and per take).
@@ -31,6 +38,7 @@ class alignas(kCacheLine) Link {
     Slot* slots = nullptr;
     uint64_t mask = 0;
     uint32_t latency = 1;
+    CtrlSlot* ctrl = nullptr;  // null: no control lane
     bool put(Timeslot now, const Packet& p) const {
       Slot& s = slots[(now + latency) & mask];
       if (s.stamp == now + latency) return false;
@@ -44,9 +52,22 @@ class alignas(kCacheLine) Link {
       out = s.pkt;
       return true;
     }
+    void put_ctrl(Timeslot now, uint8_t paused) const {
+      CtrlSlot& s = ctrl[(now + latency) & mask];
+      s.stamp = now + latency;
+      s.paused = paused;
+    }
+    bool take_ctrl(Timeslot now, uint8_t& paused) const {
+      const CtrlSlot& s = ctrl[now & mask];
+      if (s.stamp != now) return false;
+      paused = s.paused;
+      return true;
+    }
   };
-  // Valid for the link's lifetime (init() is called once).
-  View view() { return View{slots_.data(), mask_, latency_}; }
+  // Valid for the link's lifetime (init() and enable_ctrl() are called before).
+  View view() { return View{slots_.data(), mask_, latency_, ctrl_.empty() ? nullptr : ctrl_.data()}; }
+  void enable_ctrl() { ctrl_.assign(slots_.size(), CtrlSlot{}); }
+  bool has_ctrl() const { return !ctrl_.empty(); }
 
   void init(uint32_t latency, uint32_t window_pow2) {
     latency_ = latency;
@@ -61,7 +82,7 @@ class alignas(kCacheLine) Link {
 
   // The packet arriving at `now`, if any.
   bool take(Timeslot now, Packet& out) const {
-    return View{const_cast<Slot*>(slots_.data()), mask_, latency_}.take(now, out);  // take() only reads
+    return View{const_cast<Slot*>(slots_.data()), mask_, latency_, nullptr}.take(now, out);  // take() only reads
   }
 
   // The first arrival timeslot in [from, until) that carries a packet, or
@@ -79,6 +100,7 @@ class alignas(kCacheLine) Link {
   // The slot array is cache-line aligned and padded (cache_vector), so links
   // owned by different cores never share a line.
   cache_vector<Slot> slots_;
+  cache_vector<CtrlSlot> ctrl_;  // empty: no control lane
   uint64_t mask_ = 0;
   uint32_t latency_ = 1;
 };

@@ -128,6 +128,9 @@ LookaheadPlan LookaheadPlan::plan_for(uint32_t core, const Routing& g, const std
     Port& p = plan.ports_[static_cast<size_t>(port_of_link[k])];
     const uint32_t r = links[k].from.router;
     const DestinationSet& out = g.routed_to[r][p.port];
+    // A router that pauses (PFC) may send a pause frame on any port at any
+    // time a packet arrives or leaves, whatever the port's queues: no promise.
+    if (routers[r]->pauses()) p.no_promise = true;
     if (g.rack_members[r].any() && out.any()) {
       p.rack = racks[r];
       // Destinations in the rack itself are not covered by the source's promise.

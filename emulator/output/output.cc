@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "api/params.h"
+#include "api/pfc.h"
 
 namespace flexplane {
 
@@ -410,6 +411,59 @@ void write_scheme_stats_csv(const std::string& path, double timeslot_ns, const E
   }
 }
 
+PfcTotals pfc_totals(const Engine& engine) {
+  PfcTotals t;
+  const Timeslot end = engine.now();
+  for (uint32_t i = 0; i < engine.num_routers(); ++i) {
+    const PfcState* pfc = engine.router(i).pfc();
+    if (!pfc) continue;
+    ++t.routers;
+    for (PortId p = 0; p < pfc->num_ports(); ++p)
+      for (QueueId q = 0; q < pfc->priorities(); ++q) {
+        const PfcCounters c = pfc->counters(p, q, end);
+        t.pauses_sent += c.pauses_sent;
+        t.paused_sent_ts += c.paused_sent_ts;
+        t.headroom_overruns += c.headroom_overruns;
+        t.max_ingress_pkts = std::max(t.max_ingress_pkts, c.max_ingress_pkts);
+      }
+  }
+  return t;
+}
+
+void write_pfc_csv(const std::string& path, double timeslot_ns, const Engine& engine) {
+  File out(path);
+  const double ts_us = timeslot_ns / 1000.0;
+  const Timeslot end = engine.now();
+  std::fprintf(out.f,
+               "router,port,priority,neighbour,pauses_sent,resumes_sent,paused_sent_us,pauses_received,paused_us,"
+               "max_ingress_pkts,headroom_overruns\n");
+  const Topology& topo = engine.topology();
+  // Who is on each port (a router's name or "host<N>"), for reading the file.
+  std::vector<std::vector<std::string>> neighbour(topo.routers.size());
+  for (size_t r = 0; r < topo.routers.size(); ++r) neighbour[r].assign(topo.routers[r].num_ports, "");
+  for (const auto& l : topo.router_links) {
+    neighbour[l.a.router][l.a.port] = topo.routers[l.b.router].name;
+    neighbour[l.b.router][l.b.port] = topo.routers[l.a.router].name;
+  }
+  for (uint32_t e = 0; e < topo.num_endpoints; ++e)
+    neighbour[topo.endpoint_port[e].router][topo.endpoint_port[e].port] = "host" + std::to_string(e);
+  for (uint32_t i = 0; i < engine.num_routers(); ++i) {
+    const Router& r = engine.router(i);
+    const PfcState* pfc = r.pfc();
+    const QueueBank& b = r.bank();
+    for (PortId p = 0; p < b.num_ports(); ++p)
+      for (QueueId q = 0; q < b.queues_per_port() && q < QueueBank::kPfcPriorities; ++q) {
+        PfcCounters c;
+        if (pfc) c = pfc->counters(p, q, end);
+        if (!c.pauses_sent && !c.pauses_received && !c.max_ingress_pkts) continue;  // only ports PFC touched
+        std::fprintf(out.f, "%s,%u,%u,%s,%llu,%llu,%.4f,%llu,%.4f,%u,%llu\n", topo.routers[i].name.c_str(), p, q,
+                     neighbour[i][p].c_str(), (unsigned long long)c.pauses_sent, (unsigned long long)c.resumes_sent,
+                     c.paused_sent_ts * ts_us, (unsigned long long)c.pauses_received, c.paused_ts * ts_us,
+                     c.max_ingress_pkts, (unsigned long long)c.headroom_overruns);
+      }
+  }
+}
+
 namespace {
 // The losses outside queues, in losses.csv order.
 constexpr Reason kRouterLosses[] = {Reason::kNoRoute, Reason::kClassifierRange};
@@ -471,6 +525,7 @@ void write_engine_outputs(const std::string& dir, const Engine& engine, const En
   const std::filesystem::path d(dir);
   write_counters_csv((d / "counters.csv").string(), engine);
   write_losses_csv((d / "losses.csv").string(), engine, unexpected);
+  if (pfc_totals(engine).routers) write_pfc_csv((d / "pfc.csv").string(), options.timeslot_ns, engine);
   if (options.occupancy_interval) {
     if (occupancy == OccupancyFile::kBinary)
       write_occupancy_bin((d / "occupancy.bin").string(), options.timeslot_ns, options.occupancy_interval, engine);

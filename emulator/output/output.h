@@ -52,6 +52,18 @@ void write_scheme_stats_csv(const std::string& path, double timeslot_ns, const E
 void write_counters_csv(const std::string& path, const Engine& engine);
 void write_packets_csv(const std::string& path, const Engine& engine, const std::vector<PacketEvent>& events);
 
+// PFC (api/pfc.h): per (router, port, priority) pauses sent and received and
+// for how long, where PFC acted (pfc.csv; written when a router has PFC).
+void write_pfc_csv(const std::string& path, double timeslot_ns, const Engine& engine);
+struct PfcTotals {
+  uint32_t routers = 0;  // with PFC
+  uint64_t pauses_sent = 0;
+  uint64_t paused_sent_ts = 0;  // summed over (port, priority)
+  uint64_t headroom_overruns = 0;
+  uint32_t max_ingress_pkts = 0;
+};
+PfcTotals pfc_totals(const Engine& engine);
+
 // Packets lost outside any queue, by kind (losses.csv, metadata.yaml).
 struct Losses {
   struct Kind {

@@ -93,6 +93,7 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
     emit_params(y, "queue_manager", r.queue_manager, r.queue_manager_params);
     emit_params(y, "scheduler", r.scheduler, r.scheduler_params);
     emit_params(y, "load_balancer", r.load_balancer, r.load_balancer_params);
+    if (r.pfc) emit_params(y, "pfc", "pfc", r.pfc_params);
     y << YAML::EndMap;
   }
   y << YAML::EndMap;
@@ -105,6 +106,15 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "unfinished_in_flight" << YAML::Value << s.unfinished_in_flight;
   y << YAML::Key << "drops" << YAML::Value << s.drops;
   y << YAML::Key << "marks" << YAML::Value << s.marks;
+  if (s.pfc.routers) {  // lossless: pfc.csv per port and priority
+    y << YAML::Key << "pfc" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "routers" << YAML::Value << s.pfc.routers;
+    y << YAML::Key << "pauses_sent" << YAML::Value << s.pfc.pauses_sent;
+    y << YAML::Key << "pause_time_us" << YAML::Value << s.pfc.paused_sent_ts * c.network.timeslot_ns() / 1000.0;
+    y << YAML::Key << "max_ingress_pkts" << YAML::Value << s.pfc.max_ingress_pkts;
+    y << YAML::Key << "headroom_overruns" << YAML::Value << s.pfc.headroom_overruns;
+    y << YAML::EndMap;
+  }
   y << YAML::Key << "losses" << YAML::Value << YAML::BeginMap;  // outside any queue: losses.csv
   for (const auto& k : s.losses.kinds) y << YAML::Key << k.name << YAML::Value << k.packets;
   y << YAML::EndMap;
@@ -234,6 +244,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   }
 
   s.losses = losses(engine, traffic.unexpected_arrivals());
+  s.pfc = pfc_totals(engine);
 
   const fs::path dir(c.output_dir);
   write_flows_csv((dir / "flows.csv").string(), c.topology, c.network.timeslot_ns(), c.network.abstract_packet_bytes,

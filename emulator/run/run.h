@@ -20,6 +20,7 @@ struct RunSummary {
   uint64_t drops = 0;                  // every drop, in queues and outside them
   uint64_t marks = 0;
   Losses losses;                       // the drops outside queues, and misdelivered packets, by kind
+  PfcTotals pfc;                       // routers with PFC and their pauses (pfc.csv)
   uint64_t router_packet_hops = 0;
   AckQueueStats ack_queue;             // closed loop with transport.ack_queueing; zeros otherwise
   NicWaitStats nic_wait;               // closed loop; zeros otherwise

@@ -149,7 +149,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     // Busy NICs in endpoint order (the engine's source contract).
     uint32_t n = 0;
     for (size_t w = 0; w < busy_.size(); ++w)
-      for (uint64_t bits = busy_[w]; bits; bits &= bits - 1) {
+      for (uint64_t bits = busy_[w] & ~(w < paused_.size() ? paused_[w] : 0); bits; bits &= bits - 1) {
         const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
         const NicSlot e = nics_.front(l);
         const Arrival& ar = arrivals_[e.arrival];
@@ -215,6 +215,15 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   }
 
   uint32_t nic_backlog(EndpointId e) const override { return nics_.size(sh_.local_index[e]); }
+
+  // PFC from the ToR: the endpoint's NIC holds its segments while paused.
+  void pause(uint32_t local, uint8_t paused, Timeslot) override {
+    if (paused_.size() <= local / 64) paused_.resize(local / 64 + 1, 0);
+    if (paused)
+      paused_[local / 64] |= 1ull << (local & 63);
+    else
+      paused_[local / 64] &= ~(1ull << (local & 63));
+  }
 
  private:
   struct Arrival {
@@ -376,6 +385,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     }
   }
 
+  std::vector<uint64_t> paused_;  // bit l: endpoint l's NIC is paused by its ToR (PFC)
   void busy_bit(uint32_t l) {
     if (busy_.size() <= l / 64) busy_.resize(l / 64 + 1, 0);
     busy_[l / 64] |= 1ull << (l & 63);

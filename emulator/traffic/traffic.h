@@ -49,6 +49,13 @@ class TrafficSource {
   // `now`: summed over every group, what is still on its way. The default is
   // always busy: a source that cannot tell never lets a run stop early.
   virtual bool busy_after(Timeslot /*now*/, int64_t* /*in_transit*/) { return true; }
+  // A PFC pause frame from the ToR (api/pfc.h) reaches endpoint `local` of
+  // the group at `now`: while `paused` is not 0 the endpoint's NIC must not
+  // send (priorities are the switch's queues, which an endpoint does not
+  // know: any paused priority stops it). Called before emit(now). The
+  // default ignores it: open-loop sources do not hold packets back, so a
+  // lossless fabric is lossless from the ToRs up only.
+  virtual void pause(uint32_t /*local*/, uint8_t /*paused*/, Timeslot /*now*/) {}
 };
 
 // "Never" for remote_quiet_until(); small enough to add latencies to.
