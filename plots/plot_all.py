@@ -6,7 +6,8 @@
 Writes RESULTS_DIR/fct_slowdown.png and fct_summary.csv (plot_fct.py; plus
 fct_network_slowdown.png and fct_network_summary.csv from network_slowdown) and
 RESULTS_DIR/queue_timeseries.png, queue_cdf.png and queue_summary.csv
-(plot_queues.py). A plot whose input CSVs are absent from every scheme folder
+(plot_queues.py), and where runs had PFC pfc_pause_time.png and
+pfc_summary.csv (plot_pfc.py). A plot whose input CSVs are absent from every scheme folder
 is skipped with a note; malformed inputs are errors (exit status 1).
 Runs under <repo>/.venv automatically if matplotlib is not installed here.
 """
@@ -23,6 +24,7 @@ from results_io import DataError, ensure_venv, find_variants  # noqa: E402
 ensure_venv()
 
 import plot_fct  # noqa: E402
+import plot_pfc  # noqa: E402
 import plot_queues  # noqa: E402
 
 
@@ -42,6 +44,8 @@ def run(results_dir: Path) -> List[Path]:
     else:
         print(f"plot_all: no <scheme>/occupancy.bin or occupancy.csv in {results_dir}: skipping queue plots",
               file=sys.stderr)
+    if find_variants(results_dir, "pfc.csv"):  # lossless runs: pause time by tier
+        written.extend(plot_pfc.run(results_dir))
     return written
 
 

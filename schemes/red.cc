@@ -20,6 +20,7 @@ struct RedParams {
   double max_p = 0.1;             // early-drop probability as the average nears max_th_pkts
   uint32_t capacity_pkts = 1024;  // tail-drop limit
   bool ecn = false;               // CE-mark ECN-capable packets instead of early-dropping them
+  bool mark_above_max = false;    // with ecn: CE-mark them above max_th too (RoCE switches' ECN, for PFC)
 
   void validate(const std::string& where) const {
     if (min_th_pkts >= max_th_pkts)
@@ -51,7 +52,9 @@ class RedQueueManager : public QueueManager<RedQueueManager, RedParams> {
     if (len >= P.capacity_pkts) return out.drop(p, Reason::kQueueFull);
     if (v.avg >= P.max_th_pkts) {
       v.count = 0;
-      return out.drop(p, Reason::kAqmForced);
+      if (!(P.ecn && P.mark_above_max && out.mark_ecn(p, Reason::kAqmForced))) return out.drop(p, Reason::kAqmForced);
+      bank().push(port, q, p);
+      return;
     }
     if (v.avg < P.min_th_pkts) {
       v.count = 0;
@@ -110,7 +113,9 @@ FLEXPLANE_REGISTER_QUEUE_MANAGER(RedQueueManager, "red", "random early detection
           {1, 1 << 20}),
     param(&RedParams::max_p, "max_p", "early-drop probability as the average reaches max_th_pkts", {0, 1}),
     param(&RedParams::capacity_pkts, "capacity_pkts", "tail-drop limit, packets", {1, 1 << 20}),
-    param(&RedParams::ecn, "ecn", "CE-mark ECN-capable packets instead of early drops (forced drops stay drops)"));
+    param(&RedParams::ecn, "ecn", "CE-mark ECN-capable packets instead of early drops (forced drops stay drops)"),
+    param(&RedParams::mark_above_max, "mark_above_max",
+          "with ecn: CE-mark ECN-capable packets above max_th_pkts too instead of dropping them (lossless fabrics)"));
 FLEXPLANE_TEST_PARAMS(QueueManagerBase, "red", {"min_th_pkts", "5"}, {"max_th_pkts", "30"}, {"max_p", "0.3"},
     {"capacity_pkts", "40"});
 FLEXPLANE_REGISTER_SCHEME("red", "RED on one FIFO per port; queue_manager {ecn: true} marks instead", "single", "red",

@@ -126,6 +126,26 @@ TEST_CASE("red: with ecn, non-ECT packets are dropped early and ECT packets are 
   }
 }
 
+TEST_CASE("red: with mark_above_max, ECT packets above max_th are marked, non-ECT still dropped", "[schemes][red]") {
+  TestRouter r(1, red({{"weight", "1"}, {"min_th_pkts", "2"}, {"max_th_pkts", "4"}, {"max_p", "0.5"},
+                       {"ecn", "true"}, {"mark_above_max", "true"}, {"capacity_pkts", "7"}}));
+  // Arrivals see q = 0..6 then 7: seqs 4-6 arrive above max_th (marked, kept), seq 7 at capacity (dropped).
+  std::vector<Packet> burst;
+  for (uint32_t i = 0; i < 8; ++i) burst.push_back(ect(i));
+  r.input_in_order(burst, 0);
+  CHECK(r.drops(0, 0, Reason::kAqmForced) == 0);
+  CHECK(r.marks(0, 0, Reason::kAqmForced) == 3);
+  CHECK(r.drops(0, 0, Reason::kQueueFull) == 1);
+  std::vector<Packet> sent;
+  for (Timeslot t = 0; t < 2; ++t) sent.push_back(r.output(t).at(0).second);
+  r.input(pkt(1, 8, 0), 2);  // not ECN-capable, at q = 5: dropped as before
+  CHECK(r.drops(0, 0, Reason::kAqmForced) == 1);
+  for (const Packet& p : r.drain(0, 2)) sent.push_back(p);
+  REQUIRE(sent.size() == 7);
+  for (uint32_t i = 4; i < 7; ++i) CHECK(sent[i].ce());
+  r.check_invariants();
+}
+
 TEST_CASE("red: tail drop at capacity_pkts below the thresholds", "[schemes][red]") {
   // Defaults keep avg far below min_th = 150 after 8 arrivals (avg < 8), so only the capacity acts.
   TestRouter r(1, red({{"capacity_pkts", "5"}}));
