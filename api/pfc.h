@@ -51,7 +51,8 @@ struct PfcParams {
   void validate(const std::string&) const {
     if (xon_pkts >= xoff_pkts)
       throw FieldError({"xon_pkts", "xoff_pkts"}, "xon_pkts (" + std::to_string(xon_pkts) +
-                                                      ") must be below xoff_pkts (" + std::to_string(xoff_pkts) + ")");
+                                                      ") must be below xoff_pkts (" + std::to_string(xoff_pkts) +
+                                                      "): give both, xon first below xoff");
   }
 };
 
