@@ -111,6 +111,25 @@ TEST_CASE("pfc: an incast that overflows DropTail is lossless with PFC, and stal
   CHECK(victim_fct(res.at("pfc")) > 4 * ideal);
 }
 
+TEST_CASE("pfc: open-loop endpoints hold their NICs too: no drops without a transport", "[pfc][outputs]") {
+  Experiment e = load_experiment(FLEXPLANE_SOURCE_DIR "/experiments/configs/pfc_incast.yaml");
+  std::map<std::string, Result> res;
+  for (RunConfig c : e.runs) {
+    if (c.variant == "pfc_dynamic") continue;
+    c.transport.enabled = false;  // packets at line rate, never resent
+    res[c.variant] = run(c, "-open");
+  }
+  CHECK(res.at("lossy").summary.drops > 1000);
+  CHECK(res.at("lossy").summary.unfinished_lost > 0);
+  const Result& pfc = res.at("pfc");
+  CHECK(pfc.summary.drops == 0);
+  CHECK(pfc.summary.finished == 9);
+  uint64_t to_hosts = 0;
+  for (const auto& row : read_csv(pfc.dir / "pfc.csv"))
+    if (row.at("neighbour").rfind("host", 0) == 0) to_hosts += num(row, "pauses_sent");
+  CHECK(to_hosts > 0);
+}
+
 TEST_CASE("pfc: outputs are identical on 1, 2 and 4 cores, with and without lookahead", "[pfc][engine]") {
   Experiment e = load_experiment(FLEXPLANE_SOURCE_DIR "/experiments/configs/pfc_incast.yaml");
   for (const RunConfig& c : e.runs) {

@@ -16,7 +16,7 @@ class FlowSource final : public TrafficSource {
   FlowSource(const FlowList& flows, const std::vector<EndpointId>& group, const std::vector<uint32_t>& own,
              const FlowTraffic::Groups& groups, EndpointStamping stamping, std::vector<Timeslot>& first_sent)
       : flows_(flows), stamping_(stamping), first_sent_(first_sent), nics_(group.size()), active_((group.size() + 63) / 64, 0),
-        groups_(groups), group_(groups.group_of[group.front()]) {
+        paused_(active_.size(), 0), groups_(groups), group_(groups.group_of[group.front()]) {
     for (uint32_t id : own) {  // flows are sorted by start: keep that order
       const FlowSpec& f = flows[id];
       arrivals_.push_back({f.id, groups.local_of[f.src], !is_local(f.dst)});
@@ -42,7 +42,7 @@ class FlowSource final : public TrafficSource {
     // Busy NICs in endpoint order (the engine's source contract).
     uint32_t n = 0;
     for (size_t w = 0; w < active_.size(); ++w)
-      for (uint64_t bits = active_[w]; bits; bits &= bits - 1) {
+      for (uint64_t bits = active_[w] & ~paused_[w]; bits; bits &= bits - 1) {
       const uint32_t l = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
       Nic& nic = nics_[l];
       const FlowSpec& f = flows_[nic.queue[nic.head]];
@@ -85,6 +85,16 @@ class FlowSource final : public TrafficSource {
     return std::max(now + 1, flows_[arrivals_[next_arrival_].flow].start);
   }
 
+  // PFC from the ToR: a paused endpoint's NIC holds its flows (woken by the
+  // frames, the engine asks emit() again; next_emit stays now + 1 while any
+  // NIC holds something).
+  void pause(uint32_t local, uint8_t paused, Timeslot) override {
+    if (paused)
+      paused_[local >> 6] |= 1ull << (local & 63);
+    else
+      paused_[local >> 6] &= ~(1ull << (local & 63));
+  }
+
   // Open loop: busy until every flow has arrived and left its NIC in full
   // (a dropped packet is never resent: its flow is done here too).
   bool busy_after(Timeslot, int64_t*) override {
@@ -113,6 +123,7 @@ class FlowSource final : public TrafficSource {
   size_t next_arrival_ = 0;
   std::vector<Nic> nics_;
   std::vector<uint64_t> active_;  // bit l: NIC l has something to send
+  std::vector<uint64_t> paused_;  // bit l: NIC l is paused by its ToR (PFC)
   const FlowTraffic::Groups& groups_;
   uint32_t group_;
   std::vector<Timeslot> next_remote_start_;

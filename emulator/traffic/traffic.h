@@ -53,8 +53,8 @@ class TrafficSource {
   // the group at `now`: while `paused` is not 0 the endpoint's NIC must not
   // send (priorities are the switch's queues, which an endpoint does not
   // know: any paused priority stops it). Called before emit(now). The
-  // default ignores it: open-loop sources do not hold packets back, so a
-  // lossless fabric is lossless from the ToRs up only.
+  // default ignores it (live traffic: the packets are already on their way);
+  // the closed- and open-loop sources hold their NICs.
   virtual void pause(uint32_t /*local*/, uint8_t /*paused*/, Timeslot /*now*/) {}
 };
 
