@@ -31,7 +31,8 @@
 # frame an input sends (htsim has the line, commented out; it prints only
 # when a paused sender resumes). Needs build/flexplane-emulator (make), cmake,
 # g++, python3 and /usr/bin/time. About 3 minutes the first time (htsim's
-# build), then ~20 s.
+# build), then ~20 s (htsim's DCQCN run: minutes; it prints a
+# line per sender event).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -41,7 +42,7 @@ while (($#)); do
   case $1 in
     --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
     --work) WORK=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
