@@ -282,3 +282,31 @@ def test_bench_fat_tree_rejects_bad_arguments_before_running_anything(tmp_path: 
                            timeout=60, cwd=REPO)
         assert r.returncode == 2 and message in r.stderr, r.stdout + r.stderr
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("htsim_pfc.sh", ["--bogus"], "unknown argument '--bogus'"),
+    ("htsim_pfc.sh", ["--htsim-src", "{empty}"], "is not htsim's sim/ folder"),
+    ("htsim_websearch.sh", ["--ms", "0"], "--ms: '0' is not a number of ms in (0, 16]"),
+    ("htsim_websearch.sh", ["--ms", "17"], "--ms: '17' is not a number of ms in (0, 16]"),
+    ("htsim_websearch.sh", ["--seed", "x"], "--seed: 'x' is not a non-negative integer"),
+    ("htsim_websearch.sh", ["--k-mark", "0"], "--k-mark: '0' is not a positive integer"),
+    ("htsim_websearch.sh", ["--htsim-src", "{empty}"], "is not htsim's sim/ folder"),
+])
+def test_the_htsim_scripts_reject_bad_arguments_before_building_anything(script: str, args: list[str], message: str,
+                                                                        tmp_path: Path) -> None:
+    """The htsim comparisons (docs/validation.md) need htsim's source and
+    minutes to hours of runs: not run here, but a bad argument must stop them
+    before they build or write anything. `{empty}` is a folder that is not
+    htsim's; otherwise a stand-in with a datacenter/ folder gets past that check."""
+    sim = tmp_path / "sim"
+    (sim / "datacenter").mkdir(parents=True)
+    (tmp_path / "empty").mkdir()
+    args = [a.replace("{empty}", str(tmp_path / "empty")) for a in args]
+    if "--htsim-src" not in args:
+        args = ["--htsim-src", str(sim), *args]
+    r = subprocess.run([str(REPO / "validation" / script), "--work", str(tmp_path / "work"), *args],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr, r.stderr
+    assert not (tmp_path / "work").exists()
