@@ -30,6 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+source validation/htsim_lib.sh
 SRC=$REPO/../shared/refs/htsim/sim
 WORK=/tmp/flexplane-htsim-incast
 RUNS=3
@@ -82,23 +83,9 @@ PY
     { echo "error: htsim build failed: $WORK/build.log" >&2; exit 1; }
 fi
 
-# Connection matrix and flexplane trace. htsim's HPCC and RoCE packets carry a
-# 64-byte header over the MTU, so -mtu 1436 puts 1500 bytes on the wire, one
-# flexplane packet; a flow of PKTS x 1436 - 1 bytes is PKTS packets in both
-# htsim senders (RoCE counts whole packets and would send one more at exactly
-# PKTS x 1436). Host h sits under ToR h/2 in pod h/4 in both simulators.
-python3 - "$WORK" "$PKTS" "$RECEIVER" $SENDERS <<'PY'
-import sys
-work, pkts, dst, srcs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(s) for s in sys.argv[4:]]
-with open(f"{work}/incast.cm", "w") as f:
-    print(f"Nodes 16\nConnections {len(srcs)}", file=f)
-    for i, s in enumerate(srcs):
-        print(f"{s}->{dst} id {i + 1} start 0 size {pkts * 1436 - 1}", file=f)
-with open(f"{work}/incast.csv", "w") as f:
-    print("flow_id,src,dst,size_pkts,start_timeslot", file=f)
-    for i, s in enumerate(srcs):
-        print(f"{i},{s},{dst},{pkts},0", file=f)
-PY
+# Connection matrix and flexplane trace (htsim_lib.sh). Host h sits under ToR
+# h/2 in pod h/4 in both simulators.
+write_incast "$WORK" "$PKTS" "$RECEIVER" $SENDERS
 cat > "$WORK/incast.yaml" <<EOF
 # Written by validation/htsim_incast.sh: the incast of its header.
 seed: 1
@@ -123,15 +110,11 @@ COMMON=(-tm "$WORK/incast.cm" -nodes 16 -linkspeed $((GBPS * 1000)) -mtu 1436 -h
         -strat ecmp_host -paths 256 -end $END_US -log tor_downqueue)
 NO_PFC=(-pfc_thresholds 99999 100000)
 KEEP='finished at|CNP received|^PAUSE|RESUME|LOSSLESS|^New:'
-htsim() {  # name binary args...
+QUEUE_RE="Name LS$((RECEIVER / 2))->DST$RECEIVER\\(0\\)"
+PARSE_OUTPUT=$BUILD/parse_output
+htsim() {  # name binary args...: a binary of $BUILD/datacenter
   local name=$1 bin=$2; shift 2
-  rm -rf "$WORK/htsim/$name" && mkdir -p "$WORK/htsim/$name"
-  ( cd "$WORK/htsim/$name" &&
-    { /usr/bin/time -f %e -o wall "$BUILD/datacenter/$bin" "${COMMON[@]}" "$@" -o log.dat 2> err.txt || echo "rc $?" > failed; } |
-      { LC_ALL=C grep -E "$KEEP" || true; } > out.txt &&
-    "$BUILD/parse_output" log.dat -ascii -idmap idmap.txt 2> /dev/null |
-      { LC_ALL=C grep -F "Name LS$((RECEIVER / 2))->DST$RECEIVER(0)" || true; } > queue.txt )
-  [[ ! -e $WORK/htsim/$name/failed ]] || { echo "error: htsim $name failed: $WORK/htsim/$name/err.txt" >&2; exit 1; }
+  htsim_run "$name" "$BUILD/datacenter/$bin" "$@"
 }
 for ((r = 1; r <= RUNS; r++)); do
   ((r == 1)) || sleep 1

@@ -36,6 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+source validation/htsim_lib.sh
 SRC=$REPO/../shared/refs/htsim/sim
 WORK=/tmp/flexplane-htsim-pfc
 while (($#)); do
@@ -91,20 +92,8 @@ PY
     { echo "error: htsim build failed: $WORK/build.log" >&2; exit 1; }
 fi
 
-# Connection matrix and flexplane trace (as htsim_incast.sh: -mtu 1436 puts
-# 1500 bytes on the wire; a flow of PKTS x 1436 - 1 bytes is PKTS packets).
-python3 - "$WORK" "$PKTS" "$RECEIVER" $SENDERS <<'PY'
-import sys
-work, pkts, dst, srcs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(s) for s in sys.argv[4:]]
-with open(f"{work}/incast.cm", "w") as f:
-    print(f"Nodes 16\nConnections {len(srcs)}", file=f)
-    for i, s in enumerate(srcs):
-        print(f"{s}->{dst} id {i + 1} start 0 size {pkts * 1436 - 1}", file=f)
-with open(f"{work}/incast.csv", "w") as f:
-    print("flow_id,src,dst,size_pkts,start_timeslot", file=f)
-    for i, s in enumerate(srcs):
-        print(f"{i},{s},{dst},{pkts},0", file=f)
-PY
+# Connection matrix and flexplane trace (htsim_lib.sh).
+write_incast "$WORK" "$PKTS" "$RECEIVER" $SENDERS
 cat > "$WORK/pfc.yaml" <<EOF
 # Written by validation/htsim_pfc.sh: the lossless incast of its header.
 seed: 1
@@ -130,19 +119,10 @@ EOF
 COMMON=(-tm "$WORK/incast.cm" -nodes 16 -linkspeed $((GBPS * 1000)) -mtu 1436 -hop_latency 0.96 -q $BUF
         -strat ecmp_host -paths 256 -end $END_US -log tor_downqueue -pfc_thresholds 12 15)
 KEEP='finished at|^PFC_FRAME|RESUME|LOSSLESS|^New:'
-htsim() {  # name args...
-  local name=$1; shift
-  rm -rf "$WORK/htsim/$name" && mkdir -p "$WORK/htsim/$name"
-  ( cd "$WORK/htsim/$name" &&
-    { /usr/bin/time -f %e -o wall "$BUILD/datacenter/htsim_roce" "${COMMON[@]}" "$@" -o log.dat 2> err.txt ||
-        echo "rc $?" > failed; } |
-      { LC_ALL=C grep -E "$KEEP" || true; } > out.txt &&
-    "$BUILD/parse_output" log.dat -ascii -idmap idmap.txt 2> /dev/null |
-      { LC_ALL=C grep -F "Name LS$((RECEIVER / 2))->DST$RECEIVER(0)" || true; } > queue.txt && rm -f log.dat )
-  [[ ! -e $WORK/htsim/$name/failed ]] || { echo "error: htsim $name failed: $WORK/htsim/$name/err.txt" >&2; exit 1; }
-}
-htsim line_rate_pfc
-htsim dcqcn_pfc -dcqcn $K_MARK
+QUEUE_RE="Name LS$((RECEIVER / 2))->DST$RECEIVER\\(0\\)"
+PARSE_OUTPUT=$BUILD/parse_output
+htsim_run line_rate_pfc "$BUILD/datacenter/htsim_roce"
+htsim_run dcqcn_pfc "$BUILD/datacenter/htsim_roce" -dcqcn $K_MARK
 
 rm -rf "$WORK/flexplane"
 for v in line_rate_pfc dcqcn_pfc line_rate_lossy; do

@@ -54,6 +54,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+source validation/htsim_lib.sh
 SRC=$REPO/../shared/refs/htsim/sim
 WORK=/tmp/flexplane-htsim-websearch
 MS=2
@@ -213,20 +214,12 @@ EOF
 COMMON=(-tm "$WORK/websearch.cm" -nodes 128 -linkspeed $((GBPS * 1000)) -mtu 1436 -hop_latency $HOP_US -q $BUF
         -strat ecmp_host -paths 256 -end $END_US -log tor_downqueue -pfc_thresholds 99999 100000)
 KEEP='finished at|CNP received|^PAUSE|RESUME|LOSSLESS|^New:'
-htsim() {  # name binary args...
-  local name=$1 bin=$2; shift 2
-  rm -rf "$WORK/htsim/$name" && mkdir -p "$WORK/htsim/$name"
-  ( cd "$WORK/htsim/$name" &&
-    { /usr/bin/time -f %e -o wall "$bin" "${COMMON[@]}" "$@" -o log.dat 2> err.txt || echo "rc $?" > failed; } |
-      { LC_ALL=C grep -E "$KEEP" || true; } > out.txt &&
-    "$BUILD/parse_output" log.dat -ascii -idmap idmap.txt 2> /dev/null |
-      { LC_ALL=C grep -E "Type QUEUE_APPROX .* Name LS[0-9]+->DST[0-9]+\(" || true; } > queue.txt && rm -f log.dat )
-  [[ ! -e $WORK/htsim/$name/failed ]] || { echo "error: htsim $name failed: $WORK/htsim/$name/err.txt" >&2; exit 1; }
-}
-htsim hpcc "$BUILD/datacenter/htsim_hpcc"
-htsim hpcc_fixed "$FIXED/datacenter/htsim_hpcc"
-htsim dcqcn "$BUILD/datacenter/htsim_roce" -dcqcn "$K_MARK"
-htsim dcqcn_fixed "$FIXED/datacenter/htsim_roce" -dcqcn "$K_MARK"
+QUEUE_RE='Type QUEUE_APPROX .* Name LS[0-9]+->DST[0-9]+\('
+PARSE_OUTPUT=$BUILD/parse_output
+htsim_run hpcc "$BUILD/datacenter/htsim_hpcc"
+htsim_run hpcc_fixed "$FIXED/datacenter/htsim_hpcc"
+htsim_run dcqcn "$BUILD/datacenter/htsim_roce" -dcqcn "$K_MARK"
+htsim_run dcqcn_fixed "$FIXED/datacenter/htsim_roce" -dcqcn "$K_MARK"
 
 # flexplane runs.
 for v in hpcc dcqcn; do

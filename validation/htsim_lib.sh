@@ -1,0 +1,40 @@
+# Shared by the htsim comparisons (htsim_incast.sh, htsim_pfc.sh,
+# htsim_websearch.sh; docs/validation.md): sourced, not run.
+
+# htsim_run NAME BINARY ARGS...: runs BINARY "${COMMON[@]}" ARGS in
+# $WORK/htsim/NAME and keeps there: out.txt, the stdout lines matching the
+# ERE $KEEP (htsim prints a line per ACK or sender event); queue.txt, the
+# queue log lines (parse_output $PARSE_OUTPUT) matching the ERE $QUEUE_RE;
+# wall, the whole-process wall time. Exits with an error if BINARY fails.
+htsim_run() {
+  local name=$1 bin=$2; shift 2
+  rm -rf "$WORK/htsim/$name" && mkdir -p "$WORK/htsim/$name"
+  ( cd "$WORK/htsim/$name" &&
+    { /usr/bin/time -f %e -o wall "$bin" "${COMMON[@]}" "$@" -o log.dat 2> err.txt || echo "rc $?" > failed; } |
+      { LC_ALL=C grep -E "$KEEP" || true; } > out.txt &&
+    "$PARSE_OUTPUT" log.dat -ascii -idmap idmap.txt 2> /dev/null |
+      { LC_ALL=C grep -E "$QUEUE_RE" || true; } > queue.txt && rm -f log.dat )
+  [[ ! -e $WORK/htsim/$name/failed ]] || { echo "error: htsim $name failed: $WORK/htsim/$name/err.txt" >&2; exit 1; }
+}
+
+# write_incast DIR PKTS RECEIVER SENDER...: DIR/incast.cm (htsim's connection
+# matrix, 16 nodes) and DIR/incast.csv (flexplane's trace), every sender
+# sending PKTS packets to RECEIVER from t = 0. htsim's HPCC and RoCE packets
+# carry a 64-byte header over the MTU, so -mtu 1436 puts 1500 bytes on the
+# wire, one flexplane packet; a flow of PKTS x 1436 - 1 bytes is PKTS
+# packets in both htsim senders (RoCE counts whole packets and would send
+# one more at exactly PKTS x 1436).
+write_incast() {
+  python3 - "$@" <<'PY'
+import sys
+work, pkts, dst, srcs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(s) for s in sys.argv[4:]]
+with open(f"{work}/incast.cm", "w") as f:
+    print(f"Nodes 16\nConnections {len(srcs)}", file=f)
+    for i, s in enumerate(srcs):
+        print(f"{s}->{dst} id {i + 1} start 0 size {pkts * 1436 - 1}", file=f)
+with open(f"{work}/incast.csv", "w") as f:
+    print("flow_id,src,dst,size_pkts,start_timeslot", file=f)
+    for i, s in enumerate(srcs):
+        print(f"{i},{s},{dst},{pkts},0", file=f)
+PY
+}
