@@ -322,3 +322,72 @@ TEST_CASE("next_emit: an open-loop source is not asked before its next flow star
     REQUIRE(states[1][f].finish == states[0][f].finish);
   }
 }
+
+TEST_CASE("next_emit: a closed-loop source sleeps while none of its flows is under way", "[engine][activity]") {
+  // One rack, two DCTCP flows from different endpoints of the one group: flow 0 (3 packets)
+  // at 1000, flow 1 (2 packets) at 4000; each is acknowledged in full within tens of
+  // timeslots. Between them and after the last, the group has no flow under way.
+  const Topology topo = make_single_rack(4, 1);
+  const FlowList flows = {{0, 0, 1, 3, 1000}, {1, 2, 3, 2, 4000}};
+  std::vector<Timeslot> emits[2];
+  std::vector<FlowState> states[2];
+  std::vector<SenderOutcome> outcomes[2];
+  for (int skip = 0; skip < 2; ++skip) {
+    FlowTraffic inner(flows, topo.num_endpoints, EndpointStamping{});
+    TransportConfig t;
+    t.enabled = true;
+    t.kind = TransportKind::kDctcp;
+    inner.enable_transport(topo, t, 1200);
+    struct Counting final : Traffic {
+      FlowTraffic& in;
+      std::vector<Timeslot>* emits;
+      Counting(FlowTraffic& i, std::vector<Timeslot>* e) : in(i), emits(e) {}
+      void set_group_clock(const std::vector<EndpointId>& g, const std::atomic<Timeslot>* f) override {
+        in.set_group_clock(g, f);
+      }
+      std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) override {
+        struct Source final : TrafficSource {
+          std::unique_ptr<TrafficSource> in;
+          std::vector<Timeslot>* emits;
+          uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
+            emits->push_back(now);
+            return in->emit(now, out, local);
+          }
+          Timeslot remote_quiet_until(Timeslot now) override { return in->remote_quiet_until(now); }
+          Timeslot next_emit(Timeslot now) override { return in->next_emit(now); }
+          bool busy_after(Timeslot now, int64_t* in_transit) override { return in->busy_after(now, in_transit); }
+        };
+        auto s = std::make_unique<Source>();
+        s->in = in.make_source(group);
+        s->emits = emits;
+        return s;
+      }
+      std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) override {
+        return in.make_sink(group, log);
+      }
+    } traffic(inner, &emits[skip]);
+    EngineOptions opt;
+    opt.skip_idle = skip == 1;
+    Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
+    engine.run(6000);
+    states[skip] = inner.states();
+    outcomes[skip] = inner.sender_outcomes();
+  }
+  CHECK(emits[0].size() == 6000);
+  for (int f = 0; f < 2; ++f) {
+    REQUIRE(states[0][f].delivered == flows[f].size_pkts);
+    REQUIRE(states[1][f].delivered == states[0][f].delivered);
+    REQUIRE(states[1][f].finish == states[0][f].finish);
+    REQUIRE(outcomes[1][f].segments_sent == outcomes[0][f].segments_sent);
+  }
+  // Asleep: timeslot 0 only, then from each start until its flow is acknowledged.
+  INFO("emits with skip_idle: " << emits[1].size());
+  CHECK(emits[1].front() == 0);
+  CHECK(std::count(emits[1].begin(), emits[1].end(), Timeslot{1000}) == 1);
+  CHECK(std::count(emits[1].begin(), emits[1].end(), Timeslot{4000}) == 1);
+  for (Timeslot at : emits[1]) {
+    INFO("emit at " << at);
+    CHECK((at == 0 || (at >= 1000 && at < 1100) || (at >= 4000 && at < 4100)));
+  }
+  CHECK(emits[1].size() < 100);
+}

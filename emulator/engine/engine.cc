@@ -86,6 +86,7 @@ void Engine::run_core(Core& core, Timeslot begin) {
       for (size_t i = nb; i < core.nodes.size(); ++i) core.nodes[i]->step(t);
     if (sample_every && t % sample_every == 0)  // every router, run or not (an idle one's queues are as they were)
       for (RouterNode* r : core.routers) r->sample(t);
+    core.finished.store(t + 1, std::memory_order_release);
     if (core.promising && t >= core.next_promise_check) core.refresh_promises(t);
     if (timed) core.timer.tick();
     if (check_done && t == core.next_done_check && done_check(core, t)) break;

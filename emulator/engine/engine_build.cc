@@ -197,6 +197,7 @@ void Engine::build(Traffic& traffic) {
     // a core before groups, and a group is never a boundary node): the group
     // may read the router's state as of the end of the router's step.
     traffic.set_group_router(group, *routers_[r]);
+    traffic.set_group_clock(group, &core->finished);
     node->source = traffic.make_source(group);
     node->sink = traffic.make_sink(group, &core->log);
     rnodes[r]->rack = node.get();

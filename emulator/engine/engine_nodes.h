@@ -40,6 +40,10 @@ struct Engine::Node {
 
 struct Engine::Core {
   alignas(64) std::atomic<Timeslot> next{0};  // first timeslot its boundary nodes have not run
+  // First timeslot some node of the core has not run (every node: boundary
+  // and interior). Traffic reads it (Traffic::set_group_clock): a group whose
+  // source sleeps has delivered everything before it.
+  alignas(64) std::atomic<Timeslot> finished{0};
   // Its links to core c are final for arrivals before promise_to[c] (lookahead;
   // written rarely, so readers keep the line cached).
   struct alignas(64) Promise {

@@ -100,6 +100,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
     // This group's sink has delivered timeslot `now` (the engine runs it first).
     sh_.progress[group_].delivered_before.store(now + 1, std::memory_order_release);
+    last_emit_ = now;
     collect_acks(now);
     if (sh_.deps) {  // flows this group's sink received in full this timeslot
       std::vector<uint32_t>& got = sh_.received[group_];
@@ -202,11 +203,29 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     return std::max(now + 1, q);
   }
 
+  // Sleeping (docs/design.md, "Sleeping closed-loop sources"): only while no
+  // flow of the group is under way (no sender, no handshake) and its NICs
+  // are empty. Then an ACK that still comes is for a finished flow, which
+  // emit() would only count; no timer is live (a finished flow's entries are
+  // stale); nothing changes before the next flow starts. Other groups read
+  // this group's progress from its core meanwhile (delivered_before(g)).
+  // Not with dependencies: a delivery may release a flow.
+  Timeslot next_emit(Timeslot now) override {
+    if (active_ || sh_.deps || !sh_.core_finished[group_]) return now + 1;
+    for (uint64_t w : busy_)
+      if (w) return now + 1;
+    const Timeslot next =
+        next_arrival_ < arrivals_.size() ? sh_.flows[arrivals_[next_arrival_].flow].start : kNoRemoteTraffic;
+    return std::max(now + 1, next);
+  }
+
   // Busy while a flow has not started or not been acknowledged in full, or a
   // segment waits in a NIC (a finished flow's spurious retransmission too).
   // In transit: the ACKs this group's receivers sent minus those its senders
-  // took (both counted on this core, up to `now`).
-  bool busy_after(Timeslot, int64_t* in_transit) override {
+  // took (both counted on this core, up to `now`). A source that slept
+  // through `now` first takes the ACKs due by then, as emit() would have.
+  bool busy_after(Timeslot now, int64_t* in_transit) override {
+    if (last_emit_ != now && !active_) take_acks_asleep(now);
     *in_transit += static_cast<int64_t>(sh_.ack_stats[group_].sent) - static_cast<int64_t>(acks_taken_);
     if (next_arrival_ < arrivals_.size() || active_ || untriggered_ || !ready_.empty()) return true;
     for (uint64_t w : busy_)
@@ -311,7 +330,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
           const Timeslot need = now + 1 - in.d_min;
           unsigned spins = 0;
           Timeslot seen;
-          while ((seen = sh_.progress[in.from].delivered_before.load(std::memory_order_acquire)) < need) relax(spins);
+          while ((seen = sh_.delivered_before(in.from)) < need) relax(spins);
           in.confirmed = seen;
         }
         next = std::min(next, in.confirmed + in.d_min);
@@ -321,11 +340,18 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
     drain_mail();
   }
 
+  // What emit(now) would have done with the ACKs due by now while no flow is
+  // under way: take them (stop when done counts them) and nothing else.
+  void take_acks_asleep(Timeslot now) {
+    collect_acks(now);
+    for (; !pending_.empty() && pending_.top().due <= now; pending_.pop()) ++acks_taken_;
+  }
+
   // Lookahead only: the earliest timeslot an ACK not yet handled can be due.
   Timeslot earliest_ack(Timeslot now) {
     Timeslot e = kNoRemoteTraffic;
     for (Inbound& in : inbound_) {
-      in.confirmed = std::max(in.confirmed, sh_.progress[in.from].delivered_before.load(std::memory_order_acquire));
+      in.confirmed = std::max(in.confirmed, sh_.delivered_before(in.from));
       e = std::min(e, in.confirmed + in.d_min);
     }
     drain_mail();
@@ -411,6 +437,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   uint32_t active_ = 0, active_remote_ = 0;
   uint32_t remote_queued_ = 0;  // segments for outside the group in the NICs
   uint64_t acks_taken_ = 0;     // ACKs handled (stop when done)
+  Timeslot last_emit_ = kNever;  // the last timeslot emit() ran (stop when done: was it asleep?)
   // Flows that wait for others (ClosedLoopShared::deps): by arrival, the
   // dependencies still to complete; released flows by release time.
   std::vector<uint32_t> need_;

@@ -58,6 +58,8 @@ struct AckChannel {
 
 // Written by the group's source at the start of each emit(): the first
 // timeslot whose deliveries (and so whose ACKs) the group has not finished.
+// A source that sleeps (next_emit) publishes nothing while it sleeps: its
+// core's progress (ClosedLoopShared::core_finished) says as much, later.
 struct alignas(64) GroupProgress {
   std::atomic<Timeslot> delivered_before{0};
 };
@@ -121,6 +123,16 @@ struct ClosedLoopShared {
   std::unique_ptr<GroupAckStats[]> ack_stats;           // by group
   std::unique_ptr<GroupNicStats[]> nic_stats;           // by group
   std::unique_ptr<GroupProgress[]> progress;            // by group
+  // By group: its core's progress (Traffic::set_group_clock); null when the
+  // engine gave none, and then the group's source never sleeps.
+  std::vector<const std::atomic<Timeslot>*> core_finished;
+  // The first timeslot whose deliveries group g has not finished, as far as
+  // is known: its own progress or its core's, whichever is further.
+  Timeslot delivered_before(uint32_t g) const {
+    const Timeslot own = progress[g].delivered_before.load(std::memory_order_acquire);
+    const std::atomic<Timeslot>* c = core_finished[g];
+    return c ? std::max(own, c->load(std::memory_order_acquire)) : own;
+  }
   std::vector<LocalAcks> local;                         // by group
   // One channel per ordered pair of groups that some flow connects (not
   // num_groups^2 slots: 4 M at k = 64), listed by writer and by reader,

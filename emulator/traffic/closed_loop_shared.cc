@@ -89,6 +89,7 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
   }
 
   progress.reset(new GroupProgress[num_groups]);
+  core_finished.assign(num_groups, nullptr);
   ack_stats.reset(new GroupAckStats[num_groups]);
   nic_stats.reset(new GroupNicStats[num_groups]);
   ack_queueing = config.ack_queueing;

@@ -220,6 +220,10 @@ void FlowTraffic::set_group_router(const std::vector<EndpointId>& group, const R
   if (closed_loop_ && !group.empty()) closed_loop_->tor.at(closed_loop_->group_of.at(group.front())) = &tor;
 }
 
+void FlowTraffic::set_group_clock(const std::vector<EndpointId>& group, const std::atomic<Timeslot>* finished) {
+  if (closed_loop_ && !group.empty()) closed_loop_->core_finished.at(closed_loop_->group_of.at(group.front())) = finished;
+}
+
 namespace {
 // One per-group statistic summed over the groups (zeros when open loop).
 template <class Group>

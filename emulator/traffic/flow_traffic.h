@@ -49,6 +49,8 @@ class FlowTraffic final : public Traffic {
   std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) override;
   // Closed loop: the group's sink reads its ToR's port backlogs (transport.ack_queueing).
   void set_group_router(const std::vector<EndpointId>& group, const Router& tor) override;
+  // Closed loop: the group's core's progress, which its peers read for a sleeping source's.
+  void set_group_clock(const std::vector<EndpointId>& group, const std::atomic<Timeslot>* finished) override;
   // Closed loop with ack_queueing (zeros otherwise), summed over groups; read after the run.
   AckQueueStats ack_queue_stats() const;
   NicWaitStats nic_wait_stats() const;  // closed loop; zeros otherwise

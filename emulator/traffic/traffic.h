@@ -8,6 +8,7 @@
 // all-to-all pattern for benchmarks (backlog_traffic.h), and live endpoints.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -37,8 +38,9 @@ class TrafficSource {
   // then calls neither emit() nor remote_quiet_until() before it (the sink
   // still gets every delivery). A promise, like remote_quiet_until: emit()
   // at any skipped timeslot would have returned 0 and left the source as it
-  // was. The default, now + 1, asks for every timeslot; a source whose sink
-  // feeds it (closed loop: ACKs) keeps that default.
+  // was. The default, now + 1, asks for every timeslot. A source whose sink
+  // feeds it (closed loop: ACKs) may sleep only while nothing its sink
+  // receives can matter to it (closed loop: no flow under way).
   virtual Timeslot next_emit(Timeslot now) { return now + 1; }
   // Stop when done (EngineOptions::stop_when_done), asked after emit(now) at
   // the engine's checkpoints: whether the group may still send or act after
@@ -79,6 +81,12 @@ class Traffic {
   // sink may read its state (e.g. a port's backlog) during their own step, and
   // nowhere else. The default ignores it.
   virtual void set_group_router(const std::vector<EndpointId>& /*group*/, const Router& /*tor*/) {}
+  // The group's core's progress, told before make_source/make_sink of that
+  // group: the first timeslot some node of the core has not finished, so
+  // the group's sink has delivered every timeslot before it, whether its
+  // source ran or slept (next_emit). Read from any core (acquire); it only
+  // grows. The default ignores it.
+  virtual void set_group_clock(const std::vector<EndpointId>& /*group*/, const std::atomic<Timeslot>* /*finished*/) {}
   // Where drops on engine core `core` are reported besides the core's log
   // (live mode turns them into drop verdicts); null for none.
   virtual EventSink* drop_sink(uint32_t core) { return nullptr; }
