@@ -174,6 +174,15 @@ ClosedLoopShared::ClosedLoopShared(const FlowList& f, const Topology& topology, 
       in_refs[fill[out_refs[i].group]++] = {w, out_refs[i].channel};
 }
 
+void ClosedLoopShared::set_group_clock(uint32_t g, const std::atomic<Timeslot>* finished) {
+  core_finished.at(g) = finished;
+  // Each channel is marked when the second of its ends is told (both before the run).
+  for (uint32_t i = out_begin[g]; i < out_begin[g + 1]; ++i)
+    out_refs[i].channel->same_core = finished && core_finished[out_refs[i].group] == finished;
+  for (uint32_t i = in_begin[g]; i < in_begin[g + 1]; ++i)
+    in_refs[i].channel->same_core = finished && core_finished[in_refs[i].group] == finished;
+}
+
 void ClosedLoopShared::set_dependencies(const FlowDeps& d, std::vector<Timeslot>& release_out) {
   deps = &d;
   release = &release_out;

@@ -221,7 +221,7 @@ void FlowTraffic::set_group_router(const std::vector<EndpointId>& group, const R
 }
 
 void FlowTraffic::set_group_clock(const std::vector<EndpointId>& group, const std::atomic<Timeslot>* finished) {
-  if (closed_loop_ && !group.empty()) closed_loop_->core_finished.at(closed_loop_->group_of.at(group.front())) = finished;
+  if (closed_loop_ && !group.empty()) closed_loop_->set_group_clock(closed_loop_->group_of.at(group.front()), finished);
 }
 
 namespace {
