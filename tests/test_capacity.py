@@ -57,7 +57,8 @@ def test_every_request_gets_one_verdict(tmp_path, load_args):
     # Delivered bytes cross one router (same rack) or three: router >= delivered <= 3x.
     assert 0 < r["delivered_gbps"] <= r["router_gbps"] <= 3 * r["delivered_gbps"] + 1e-9
     assert r["latency_us"]["samples"] > 0 and r["latency_us"]["p50"] <= r["latency_us"]["p99"]
-    assert r["latency_us"]["p50"] >= 2 * 12  # two access links of 12 us at least
+    if r["late_fraction"] == 0:  # a late engine catches up faster than real time: wall latencies shrink
+        assert r["latency_us"]["p50"] >= 2 * 12  # two access links of 12 us at least
     assert r["window_timeslots"] > 0 and 0 <= r["late_fraction"] <= 1
     assert r["status"] == ("late" if r["late_fraction"] > r["late_threshold"] else "ok")
     line = [l for l in p.stdout.splitlines() if l.startswith("capacity:")][-1]
