@@ -27,12 +27,51 @@ namespace {
 
 // Min-heap orders: earliest first, ties broken by content so the order never
 // depends on which channel or core an ACK came from.
-struct AckLater {
-  bool operator()(const AckMsg& a, const AckMsg& b) const {
-    if (a.due != b.due || a.flow != b.flow) return std::tie(a.due, a.flow) > std::tie(b.due, b.flow);
-    return ack_less(b.ack, a.ack);
+
+// ACKs waiting for their due time: by (due, flow), then content. The
+// heap holds 16-byte keys and the ACKs stay put in a slab: sifting whole
+// AckMsgs (64 bytes with SACK blocks) was ~2.5 % of a fat-tree run.
+class PendingAcks {
+ public:
+  bool empty() const { return heap_.empty(); }
+  const AckMsg& top() const { return slab_[heap_.front().slot]; }
+  void push(const AckMsg& m) {
+    uint32_t slot;
+    if (free_.empty()) {
+      slot = static_cast<uint32_t>(slab_.size());
+      slab_.push_back(m);
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+      slab_[slot] = m;
+    }
+    heap_.push_back({m.due, m.flow, slot});
+    std::push_heap(heap_.begin(), heap_.end(), Later{&slab_});
   }
+  void pop() {
+    free_.push_back(heap_.front().slot);
+    std::pop_heap(heap_.begin(), heap_.end(), Later{&slab_});
+    heap_.pop_back();
+  }
+
+ private:
+  struct Key {
+    Timeslot due;
+    uint32_t flow;
+    uint32_t slot;
+  };
+  struct Later {  // a after b; the ACKs' contents only to break ties
+    const std::vector<AckMsg>* slab;
+    bool operator()(const Key& a, const Key& b) const {
+      if (a.due != b.due || a.flow != b.flow) return std::tie(a.due, a.flow) > std::tie(b.due, b.flow);
+      return ack_less((*slab)[b.slot].ack, (*slab)[a.slot].ack);
+    }
+  };
+  std::vector<Key> heap_;
+  std::vector<AckMsg> slab_;
+  std::vector<uint32_t> free_;
 };
+
 struct TimerEntry {
   Timeslot deadline;
   uint32_t arrival;  // index into the source's arrivals (flow order)
@@ -428,7 +467,7 @@ class ClosedLoopSource final : public TrafficSource, public NicBacklog {
   std::vector<Timeslot> queued_timer_;                // by arrival: the live heap entry's deadline
   std::vector<uint32_t> in_nic_;                      // by arrival: its segments in its endpoint's NIC
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>> timers_;
-  std::priority_queue<AckMsg, std::vector<AckMsg>, AckLater> pending_;
+  PendingAcks pending_;
   std::vector<AckMsg> pending_buffer_;
   std::vector<Inbound> inbound_;
   Timeslot next_look_ = 0;  // min over inbound_ of confirmed + d_min: no wait needed while now + 1 <= it
