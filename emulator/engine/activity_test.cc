@@ -275,48 +275,60 @@ TEST_CASE("idles_when_empty: a router that vouches is skipped while empty, one t
   CHECK(unexpected[0] == 0);
 }
 
+namespace {
+
+// A traffic that hands the engine its inner traffic's sources and sinks, the
+// sources wrapped to record the timeslot of every emit() call.
+struct EmitRecording final : Traffic {
+  FlowTraffic& in;
+  std::vector<Timeslot>* emits;
+  EmitRecording(FlowTraffic& i, std::vector<Timeslot>* e) : in(i), emits(e) {}
+  void set_group_clock(const std::vector<EndpointId>& g, const std::atomic<Timeslot>* f) override {
+    in.set_group_clock(g, f);
+  }
+  std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) override {
+    struct Source final : TrafficSource {
+      std::unique_ptr<TrafficSource> in;
+      std::vector<Timeslot>* emits;
+      uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
+        emits->push_back(now);
+        return in->emit(now, out, local);
+      }
+      Timeslot remote_quiet_until(Timeslot now) override { return in->remote_quiet_until(now); }
+      Timeslot next_emit(Timeslot now) override { return in->next_emit(now); }
+      bool busy_after(Timeslot now, int64_t* in_transit) override { return in->busy_after(now, in_transit); }
+    };
+    auto s = std::make_unique<Source>();
+    s->in = in.make_source(group);
+    s->emits = emits;
+    return s;
+  }
+  std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) override {
+    return in.make_sink(group, log);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("next_emit: an open-loop source is not asked before its next flow starts", "[engine][activity]") {
   // A source that counts emit() calls and says when its one flow starts.
   const Topology topo = make_single_rack(4, 1);
   const FlowList flows = {{0, 0, 1, 3, 1000}, {1, 2, 3, 2, 4000}};
-  uint64_t emits[2] = {0, 0};
+  std::vector<Timeslot> emits[2];
   std::vector<FlowState> states[2];
   for (int skip = 0; skip < 2; ++skip) {
     FlowTraffic inner(flows, topo.num_endpoints, EndpointStamping{});
-    struct Counting final : Traffic {
-      Traffic& in;
-      uint64_t* emits;
-      Counting(Traffic& i, uint64_t* e) : in(i), emits(e) {}
-      std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) override {
-        struct Source final : TrafficSource {
-          std::unique_ptr<TrafficSource> in;
-          uint64_t* emits;
-          uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
-            ++*emits;
-            return in->emit(now, out, local);
-          }
-          Timeslot remote_quiet_until(Timeslot now) override { return in->remote_quiet_until(now); }
-          Timeslot next_emit(Timeslot now) override { return in->next_emit(now); }
-        };
-        auto s = std::make_unique<Source>();
-        s->in = in.make_source(group);
-        s->emits = emits;
-        return s;
-      }
-      std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) override {
-        return in.make_sink(group, log);
-      }
-    } traffic(inner, &emits[skip]);
+    EmitRecording traffic(inner, &emits[skip]);
     EngineOptions opt;
     opt.skip_idle = skip == 1;
     Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
     engine.run(6000);
     states[skip] = inner.states();
   }
-  CHECK(emits[0] == 6000);
+  CHECK(emits[0].size() == 6000);
   // Skipping: timeslot 0, then 1000..1002 (3 packets) and 1003 (a source that sent is not
   // asked for next_emit: it is stepped once more, finds its NIC idle and sleeps), 4000..4002.
-  CHECK(emits[1] == 1 + (3 + 1) + (2 + 1));
+  CHECK(emits[1].size() == 1 + (3 + 1) + (2 + 1));
   for (int f = 0; f < 2; ++f) {
     REQUIRE(states[1][f].delivered == states[0][f].delivered);
     REQUIRE(states[1][f].finish == states[0][f].finish);
@@ -338,34 +350,7 @@ TEST_CASE("next_emit: a closed-loop source sleeps while none of its flows is und
     t.enabled = true;
     t.kind = TransportKind::kDctcp;
     inner.enable_transport(topo, t, 1200);
-    struct Counting final : Traffic {
-      FlowTraffic& in;
-      std::vector<Timeslot>* emits;
-      Counting(FlowTraffic& i, std::vector<Timeslot>* e) : in(i), emits(e) {}
-      void set_group_clock(const std::vector<EndpointId>& g, const std::atomic<Timeslot>* f) override {
-        in.set_group_clock(g, f);
-      }
-      std::unique_ptr<TrafficSource> make_source(const std::vector<EndpointId>& group) override {
-        struct Source final : TrafficSource {
-          std::unique_ptr<TrafficSource> in;
-          std::vector<Timeslot>* emits;
-          uint32_t emit(Timeslot now, Packet* out, uint32_t* local) override {
-            emits->push_back(now);
-            return in->emit(now, out, local);
-          }
-          Timeslot remote_quiet_until(Timeslot now) override { return in->remote_quiet_until(now); }
-          Timeslot next_emit(Timeslot now) override { return in->next_emit(now); }
-          bool busy_after(Timeslot now, int64_t* in_transit) override { return in->busy_after(now, in_transit); }
-        };
-        auto s = std::make_unique<Source>();
-        s->in = in.make_source(group);
-        s->emits = emits;
-        return s;
-      }
-      std::unique_ptr<TrafficSink> make_sink(const std::vector<EndpointId>& group, EventLog* log) override {
-        return in.make_sink(group, log);
-      }
-    } traffic(inner, &emits[skip]);
+    EmitRecording traffic(inner, &emits[skip]);
     EngineOptions opt;
     opt.skip_idle = skip == 1;
     Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
