@@ -296,6 +296,11 @@ def test_bench_fat_tree_rejects_bad_arguments_before_running_anything(tmp_path: 
     ("htsim_swift.sh", ["--pkts", "1"], "--pkts: '1' is not an integer of at least 2"),
     ("htsim_swift.sh", ["--pkts", "08"], "--pkts: '08' is not an integer of at least 2"),
     ("htsim_swift.sh", ["--htsim-src", "{empty}"], "is not htsim's sim/ folder"),
+    ("htsim_dcqcn_causes.sh", ["--bogus"], "unknown argument '--bogus'"),
+    ("htsim_dcqcn_causes.sh", ["--scenario", "x"], "--scenario: 'x' is not incast, websearch or both"),
+    ("htsim_dcqcn_causes.sh", ["--ms", "0"], "--ms: '0' is not a number of ms in (0, 16]"),
+    ("htsim_dcqcn_causes.sh", ["--seed", "x"], "--seed: 'x' is not a non-negative integer"),
+    ("htsim_dcqcn_causes.sh", ["--htsim-src", "{empty}"], "is not htsim's sim/ folder"),
 ])
 def test_the_htsim_scripts_reject_bad_arguments_before_building_anything(script: str, args: list[str], message: str,
                                                                         tmp_path: Path) -> None:

@@ -39,7 +39,9 @@ TEST_CASE("dcqcn: starts at line rate, paced, at most the path's BDP in flight",
 
 TEST_CASE("dcqcn: a CNP cuts the rate by alpha / 2, at most one per interval, then timers recover it",
           "[transports][dcqcn]") {
-  TcpSender s(dcqcn_settings(), 100000, 4);
+  TransportSettings st = dcqcn_settings();
+  st.dcqcn_cnp_deferred = false;  // echoes inside the interval make no CNP at its end (see below for the default)
+  TcpSender s(st, 100000, 4);
   Receiver r(EcnEcho::kPerPacket);
   TestLoop loop(s, r);
   // Mark the first 20 packets sent: ECE ACKs from t = 4 to ~24.
@@ -65,6 +67,33 @@ TEST_CASE("dcqcn: a CNP cuts the rate by alpha / 2, at most one per interval, th
   REQUIRE(s.stats().cnps == 1);
 }
 
+TEST_CASE("dcqcn: echoes inside the CNP interval make one more CNP at its end (the paper's NP)",
+          "[transports][dcqcn]") {
+  TcpSender s(dcqcn_settings(), 100000, 4);  // dcqcn_cnp_deferred: the default
+  Receiver r(EcnEcho::kPerPacket);
+  TestLoop loop(s, r);
+  // As above: the first 20 packets marked, their ECE ACKs from t = 4 to before t = 40
+  // (paced at half rate after the first cut, seq 19 leaves at ~34).
+  loop.mark = [](const Segment& seg, uint32_t) { return seg.seq < 20; };
+  loop.run_until(43);
+  REQUIRE(s.stats().cnps == 1);  // t = 4: Rc 1 -> 0.5, alpha 1; the later echoes wait for the interval's end
+  REQUIRE(s.dcqcn_rate() == Approx(0.5));
+  // t = 4 + 40: the deferred CNP (applied at the next ACK): RT = 0.5, Rc = 0.5 x (1 - 1/2), alpha 1.
+  loop.run_until(44 + 3);
+  REQUIRE(s.stats().cnps == 2);
+  REQUIRE(s.dcqcn_rate() == Approx(0.25));
+  REQUIRE(s.dcqcn_target_rate() == Approx(0.5));
+  REQUIRE(s.dcqcn_alpha() == Approx(1.0));
+  // No echo after it: the timers restart at 44; at 44 + 50 Rc = (0.5 + 0.25) / 2 (ACKs every
+  // 4 timeslots at a quarter of line rate apply it by then + 5).
+  loop.run_until(44 + 50 + 5);
+  REQUIRE(s.dcqcn_rate() == Approx(0.375));
+  loop.run_until(44 + 5 * 50 + 5);  // five fast-recovery steps: 0.5 - 0.25 / 32
+  REQUIRE(s.dcqcn_rate() == Approx(0.5 - 0.25 / 32));
+  REQUIRE(s.dcqcn_alpha() == Approx(std::pow(1 - 1.0 / 256, 5)));
+  REQUIRE(s.stats().cnps == 2);
+}
+
 TEST_CASE("dcqcn: parameters and names", "[transports][dcqcn]") {
   REQUIRE(parse_transport_kind("dcqcn", "transport.kind") == TransportKind::kDcqcn);
   REQUIRE(ecn_echo_for(TransportKind::kDcqcn) == EcnEcho::kPerPacket);
@@ -73,4 +102,22 @@ TEST_CASE("dcqcn: parameters and names", "[transports][dcqcn]") {
   const TransportSettings st = resolve_transport(TransportKind::kDcqcn, p, 1200);
   REQUIRE(st.dcqcn_rate_timer == 46);  // 55 us of 1.2 us timeslots, rounded up
   REQUIRE(st.dcqcn_byte_counter_pkts == 6667);
+  REQUIRE(st.dcqcn_window);        // the default: at most the path's BDP in flight (RDMA NICs)
+  REQUIRE(st.dcqcn_cnp_deferred);  // the default: the paper's NP
+  p.dcqcn_window = false;
+  p.dcqcn_cnp_deferred = false;
+  const TransportSettings off = resolve_transport(TransportKind::kDcqcn, p, 1200);
+  REQUIRE(!off.dcqcn_window);
+  REQUIRE(!off.dcqcn_cnp_deferred);
+  // Without the window, a sender may have up to max_cwnd_pkts in flight (paced at its rate).
+  TransportSettings nw = dcqcn_settings();
+  nw.dcqcn_window = false;
+  nw.min_rto = nw.initial_rto = 1000;  // no timeout before the first ACK
+  TcpSender s(nw, 1000, 4);  // told the path's RTT is 4, but ACKs take 30 timeslots back
+  Receiver r(EcnEcho::kPerPacket);
+  LoopConfig lc;
+  lc.reverse_delay = 30;
+  TestLoop loop(s, r, lc);
+  loop.run_until(20);
+  REQUIRE(s.in_flight() == 20);  // line rate, no ACK back yet: the window (4) would have stopped it at 4
 }

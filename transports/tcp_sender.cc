@@ -32,7 +32,8 @@ TcpSender::TcpSender(const TransportSettings& settings, uint32_t size_pkts, Time
   }
   if (s_.kind == TransportKind::kDcqcn) {
     if (base_rtt == 0) throw ConfigError("transport dcqcn: the path's base RTT is unknown, so there is no window");
-    dcqcn_window_ = std::min<uint64_t>(std::max<Timeslot>(base_rtt, 1), s_.max_cwnd_pkts);
+    dcqcn_window_ = s_.dcqcn_window ? std::min<uint64_t>(std::max<Timeslot>(base_rtt, 1), s_.max_cwnd_pkts)
+                                    : s_.max_cwnd_pkts;
   }
   if (s_.kind == TransportKind::kHpcc) {
     if (base_rtt == 0) throw ConfigError("transport hpcc: the path's base RTT is unknown, so there is no window");
@@ -87,6 +88,16 @@ void TcpSender::pace_after_send(Timeslot now) {
 // whenever the sender is called, which is the same as firing them on time
 // because nothing reads the rate in between.
 void TcpSender::dcqcn_advance(Timeslot now) {
+  if (dq_.pending && now - dq_.last_cnp >= s_.dcqcn_cnp_interval) {  // the deferred CNP, at the interval's end
+    const Timeslot t = dq_.last_cnp + s_.dcqcn_cnp_interval;
+    dcqcn_timers(t);
+    dq_.pending = false;
+    dcqcn_cut(t);
+  }
+  dcqcn_timers(now);
+}
+
+void TcpSender::dcqcn_timers(Timeslot now) {
   while (now - dq_.alpha_since >= s_.dcqcn_alpha_timer) {
     dq_.alpha *= 1 - s_.dcqcn_g;
     dq_.alpha_since += s_.dcqcn_alpha_timer;
@@ -112,7 +123,14 @@ void TcpSender::dcqcn_increase() {
 }
 
 void TcpSender::dcqcn_on_cnp(Timeslot now) {
-  if (dq_.any_cnp && now - dq_.last_cnp < s_.dcqcn_cnp_interval) return;  // the NP's limit
+  if (dq_.any_cnp && now - dq_.last_cnp < s_.dcqcn_cnp_interval) {  // the NP's limit
+    dq_.pending = dq_.pending || s_.dcqcn_cnp_deferred;
+    return;
+  }
+  dcqcn_cut(now);
+}
+
+void TcpSender::dcqcn_cut(Timeslot now) {
   dq_.any_cnp = true;
   dq_.last_cnp = now;
   ++stats_.cnps;

@@ -167,6 +167,7 @@ class TcpSender {
     Timeslot alpha_since = 0, rate_since = 0;  // the timers' current periods began
     Timeslot last_cnp = 0;
     bool any_cnp = false;
+    bool pending = false;  // dcqcn_cnp_deferred: an echo arrived inside the interval
     uint32_t timer_events = 0, byte_events = 0;  // T and BC since the last CNP
     uint32_t sent_since = 0;                     // packets towards the byte counter
   };
@@ -175,6 +176,8 @@ class TcpSender {
   void dcqcn_advance(Timeslot now);   // the timers' events due by `now`
   void dcqcn_increase();
   void dcqcn_on_cnp(Timeslot now);
+  void dcqcn_timers(Timeslot now);
+  void dcqcn_cut(Timeslot now);
   bool pacing() const { return s_.pacing_gain > 0 || s_.kind == TransportKind::kDcqcn; }
   double next_pace_ = 0;               // pacing: the next segment leaves at or after this timeslot
   Timeslot paced_until() const;        // pacing: the first timeslot the next segment may leave (0: now)

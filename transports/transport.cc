@@ -113,6 +113,9 @@ const ParamSchema<TransportParams>& transport_param_schema() {
       param(&P::dcqcn_rai, "dcqcn_rai", "dcqcn: additive increase, a fraction of line rate", {1e-6, 1}),
       param(&P::dcqcn_rhai, "dcqcn_rhai", "dcqcn: hyper increase, a fraction of line rate", {1e-6, 1}),
       param(&P::dcqcn_cnp_interval_us, "dcqcn_cnp_interval_us", "dcqcn: at most one CNP per this", {0.001, 1e9}),
+      param(&P::dcqcn_window, "dcqcn_window", "dcqcn: at most the path's bandwidth-delay product in flight"),
+      param(&P::dcqcn_cnp_deferred, "dcqcn_cnp_deferred",
+            "dcqcn: an echo inside the CNP interval makes one more CNP when the interval ends"),
       param(&P::swift_target_delay_us, "swift_target_delay_us",
             "swift: queueing delay the window aims for, above the path's base RTT", {0.001, 1e9}),
       param(&P::swift_ai_pkts, "swift_ai_pkts", "swift: additive increase per window of ACKs below the target",
@@ -171,6 +174,8 @@ TransportSettings resolve_transport(TransportKind kind, const TransportParams& p
   s.dcqcn_fast_recovery_steps = p.dcqcn_fast_recovery_steps;
   s.dcqcn_rai = p.dcqcn_rai;
   s.dcqcn_rhai = p.dcqcn_rhai;
+  s.dcqcn_window = p.dcqcn_window;
+  s.dcqcn_cnp_deferred = p.dcqcn_cnp_deferred;
   s.swift_target_delay = us_to_timeslots(p.swift_target_delay_us, timeslot_ns);
   s.swift_ai_pkts = p.swift_ai_pkts;
   s.swift_beta = p.swift_beta;

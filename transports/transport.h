@@ -150,6 +150,8 @@ struct TransportParams {
   double dcqcn_rai = 0.05;                 // dcqcn: additive increase, a fraction of line rate (htsim: line/20)
   double dcqcn_rhai = 0.1;                 // dcqcn: hyper increase, a fraction of line rate (htsim: line/10)
   double dcqcn_cnp_interval_us = 50;       // dcqcn: at most one CNP per this
+  bool dcqcn_window = true;                // dcqcn: at most the path's BDP in flight (false: no window, as htsim)
+  bool dcqcn_cnp_deferred = true;          // dcqcn: an echo inside the CNP interval makes one CNP at its end (the paper's NP, htsim)
   double swift_target_delay_us = 10;       // swift: queueing delay aimed for above the path's base RTT
   double swift_ai_pkts = 1;                // swift: additive increase per window of ACKs below the target
   double swift_beta = 0.8;                 // swift: multiplicative decrease per share of delay above the target
@@ -190,6 +192,7 @@ struct TransportSettings {
   uint32_t dcqcn_byte_counter_pkts = 6667;
   uint32_t dcqcn_fast_recovery_steps = 5;
   double dcqcn_rai = 0.05, dcqcn_rhai = 0.1;
+  bool dcqcn_window = true, dcqcn_cnp_deferred = true;
   Timeslot swift_target_delay = 1;         // above the base RTT
   double swift_ai_pkts = 1;
   double swift_beta = 0.8;
