@@ -29,6 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+source validation/htsim_lib.sh
 SRC=$REPO/../shared/refs/htsim/sim
 HTSIM=
 WORK=/tmp/flexplane-htsim-collective
@@ -36,23 +37,19 @@ SEED=13
 RUNS=3
 A2A=1
 while (($#)); do
+  htsim_common_option "$@" && { shift "$HTSIM_SHIFT"; continue; }
   case $1 in
-    --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
     --htsim-bin) HTSIM=$(realpath "$2"); shift 2 ;;
-    --work) WORK=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
     --no-a2a) A2A=0; shift ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) htsim_unknown_option "$1" ;;
   esac
 done
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "error: --runs: a positive integer" >&2; exit 2; }
-[[ -x build/flexplane-emulator ]] || { echo "error: build/flexplane-emulator missing: run make" >&2; exit 2; }
-mkdir -p "$WORK"
-WORK=$(realpath "$WORK")
+htsim_prepare_work
 if [[ -z $HTSIM ]]; then
-  [[ -d $SRC/datacenter ]] || { echo "error: --htsim-src: $SRC is not htsim's sim/ folder" >&2; exit 2; }
+  htsim_check_src
   HTSIM=$WORK/sim/build/datacenter/htsim_uec
   if [[ ! -x $HTSIM ]]; then
     echo "building htsim_uec in $WORK/sim (a few minutes) ..." >&2

@@ -21,21 +21,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
+source validation/htsim_lib.sh
 SRC=$REPO/../shared/refs/htsim/sim
 WORK=/tmp/flexplane-htsim
 SEED=13
 while (($#)); do
+  htsim_common_option "$@" && { shift "$HTSIM_SHIFT"; continue; }
   case $1 in
-    --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
-    --work) WORK=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) htsim_unknown_option "$1" ;;
   esac
 done
-[[ -d $SRC/datacenter ]] || { echo "error: --htsim-src: $SRC is not htsim's sim/ folder" >&2; exit 2; }
-[[ -x build/flexplane-emulator ]] || { echo "error: build/flexplane-emulator missing: run make" >&2; exit 2; }
-mkdir -p "$WORK"
+htsim_check_src
+htsim_prepare_work
 HTSIM=$WORK/sim/build/datacenter/htsim_uec
 if [[ ! -x $HTSIM ]]; then
   rm -rf "$WORK/sim" && cp -r "$SRC" "$WORK/sim"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why flexplane's DCQCN and htsim's differ in tails and queues (docs/validation.md,
-# "DCQCN against htsim: the causes"): htsim_roce run again with one difference
+# "DCQCN against htsim, one difference at a time"): htsim_roce run again with one difference
 # from flexplane removed at a time, on the scenarios of htsim_incast.sh (8 -> 1
 # incast, k = 4 fat tree, 3000 packets per flow) and htsim_websearch.sh (web
 # search, k = 8 fat tree, 50 % load for --ms ms, seed --seed), same links,
@@ -64,25 +64,21 @@ SCENARIO=both
 MS=2
 SEED=1
 while (($#)); do
+  htsim_common_option "$@" && { shift "$HTSIM_SHIFT"; continue; }
   case $1 in
-    --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
-    --work) WORK=$2; shift 2 ;;
     --scenario) SCENARIO=$2; shift 2 ;;
     --ms) MS=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
-    -h|--help) sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) htsim_unknown_option "$1" ;;
   esac
 done
-[[ -d $SRC/datacenter ]] || { echo "error: --htsim-src: $SRC is not htsim's sim/ folder" >&2; exit 2; }
+htsim_check_src
 [[ $SCENARIO =~ ^(incast|websearch|both)$ ]] ||
   { echo "error: --scenario: '$SCENARIO' is not incast, websearch or both" >&2; exit 2; }
 [[ $MS =~ ^[0-9]+(\.[0-9]+)?$ ]] && python3 -c "import sys; sys.exit(not 0 < float('$MS') <= 16)" ||
   { echo "error: --ms: '$MS' is not a number of ms in (0, 16]" >&2; exit 2; }
 [[ $SEED =~ ^[0-9]+$ ]] || { echo "error: --seed: '$SEED' is not a non-negative integer" >&2; exit 2; }
-[[ -x build/flexplane-emulator ]] || { echo "error: build/flexplane-emulator missing: run make" >&2; exit 2; }
-mkdir -p "$WORK"
-WORK=$(realpath "$WORK")
+htsim_prepare_work
 
 # Both scenarios: as htsim_incast.sh and htsim_websearch.sh.
 GBPS=100

@@ -35,19 +35,15 @@ SRC=$REPO/../shared/refs/htsim/sim
 WORK=/tmp/flexplane-htsim-incast
 RUNS=3
 while (($#)); do
+  htsim_common_option "$@" && { shift "$HTSIM_SHIFT"; continue; }
   case $1 in
-    --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
-    --work) WORK=$2; shift 2 ;;
     --htsim-runs) RUNS=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) htsim_unknown_option "$1" ;;
   esac
 done
-[[ -d $SRC/datacenter ]] || { echo "error: --htsim-src: $SRC is not htsim's sim/ folder" >&2; exit 2; }
+htsim_check_src
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "error: --htsim-runs: '$RUNS' is not a positive integer" >&2; exit 2; }
-[[ -x build/flexplane-emulator ]] || { echo "error: build/flexplane-emulator missing: run make" >&2; exit 2; }
-mkdir -p "$WORK"
-WORK=$(realpath "$WORK")
+htsim_prepare_work
 
 # The scenario, in one place for both simulators.
 PKTS=3000          # packets per flow

@@ -1,5 +1,5 @@
-# Shared by the htsim comparisons (htsim_incast.sh, htsim_pfc.sh,
-# htsim_websearch.sh; docs/validation.md): sourced, not run.
+# Shared by the htsim comparisons (validation/htsim_*.sh; docs/validation.md):
+# sourced, not run.
 
 # htsim_run NAME BINARY ARGS...: runs BINARY "${COMMON[@]}" ARGS in
 # $WORK/htsim/NAME and keeps there: out.txt, the stdout lines matching the
@@ -37,4 +37,31 @@ with open(f"{work}/incast.csv", "w") as f:
     for i, s in enumerate(srcs):
         print(f"{i},{s},{dst},{pkts},0", file=f)
 PY
+}
+
+# The arguments every comparison script takes, and its checks. Its loop:
+#   while (($#)); do
+#     htsim_common_option "$@" && { shift "$HTSIM_SHIFT"; continue; }
+#     case $1 in --its-own) ... ;; *) htsim_unknown_option "$1" ;; esac
+#   done
+# --htsim-src DIR sets SRC, --work DIR sets WORK, -h/--help prints the
+# script's header comment (line 2 up to `set -euo`) and exits.
+htsim_common_option() {
+  case $1 in
+    --htsim-src) SRC=$(realpath "$2"); HTSIM_SHIFT=2 ;;
+    --work) WORK=$2; HTSIM_SHIFT=2 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) return 1 ;;
+  esac
+}
+htsim_unknown_option() { echo "error: unknown argument '$1' (see --help)" >&2; exit 2; }
+# SRC must be htsim's sim/ folder.
+htsim_check_src() {
+  [[ -d $SRC/datacenter ]] || { echo "error: --htsim-src: $SRC is not htsim's sim/ folder" >&2; exit 2; }
+}
+# flexplane must be built; WORK is made and its path made absolute.
+htsim_prepare_work() {
+  [[ -x build/flexplane-emulator ]] || { echo "error: build/flexplane-emulator missing: run make" >&2; exit 2; }
+  mkdir -p "$WORK"
+  WORK=$(realpath "$WORK")
 }

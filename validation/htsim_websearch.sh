@@ -61,24 +61,20 @@ MS=2
 SEED=1
 K_MARK=20
 while (($#)); do
+  htsim_common_option "$@" && { shift "$HTSIM_SHIFT"; continue; }
   case $1 in
-    --htsim-src) SRC=$(realpath "$2"); shift 2 ;;
-    --work) WORK=$2; shift 2 ;;
     --ms) MS=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --k-mark) K_MARK=$2; shift 2 ;;
-    -h|--help) sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) htsim_unknown_option "$1" ;;
   esac
 done
-[[ -d $SRC/datacenter ]] || { echo "error: --htsim-src: $SRC is not htsim's sim/ folder" >&2; exit 2; }
+htsim_check_src
 [[ $MS =~ ^[0-9]+(\.[0-9]+)?$ ]] && python3 -c "import sys; sys.exit(not 0 < float('$MS') <= 16)" ||
   { echo "error: --ms: '$MS' is not a number of ms in (0, 16]" >&2; exit 2; }
 [[ $SEED =~ ^[0-9]+$ ]] || { echo "error: --seed: '$SEED' is not a non-negative integer" >&2; exit 2; }
 [[ $K_MARK =~ ^[1-9][0-9]*$ ]] || { echo "error: --k-mark: '$K_MARK' is not a positive integer" >&2; exit 2; }
-[[ -x build/flexplane-emulator ]] || { echo "error: build/flexplane-emulator missing: run make" >&2; exit 2; }
-mkdir -p "$WORK"
-WORK=$(realpath "$WORK")
+htsim_prepare_work
 
 # The scenario, in one place for both simulators.
 GBPS=100
