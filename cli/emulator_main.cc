@@ -104,7 +104,7 @@ void list_all() {
               "  dctcp                    DCTCP (RFC 8257)\n"
               "  pfabric                  pFabric's minimal rate control\n"
               "  swift                    Swift's delay-based window (below 1 packet with pacing_gain > 0)\n"
-              "  dcqcn                    DCQCN's rate control, paced (no PFC yet)\n"
+              "  dcqcn                    DCQCN's rate control, paced (give routers pfc: docs/pfc.md)\n"
               "  hpcc                     HPCC's window from in-band telemetry (switches: scheme hpcc)\n"
               "      %-22s %-13s default %-8s %s\n",
               "ack_latency", "string", "data_path", "ACK channel latency: data_path | propagation");
