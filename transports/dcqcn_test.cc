@@ -109,7 +109,9 @@ TEST_CASE("dcqcn: parameters and names", "[transports][dcqcn]") {
   const TransportSettings off = resolve_transport(TransportKind::kDcqcn, p, 1200);
   REQUIRE(!off.dcqcn_window);
   REQUIRE(!off.dcqcn_cnp_deferred);
-  // Without the window, a sender may have up to max_cwnd_pkts in flight (paced at its rate).
+}
+
+TEST_CASE("dcqcn: without the window, only the rate limits what is in flight", "[transports][dcqcn]") {
   TransportSettings nw = dcqcn_settings();
   nw.dcqcn_window = false;
   nw.min_rto = nw.initial_rto = 1000;  // no timeout before the first ACK

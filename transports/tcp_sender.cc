@@ -85,8 +85,10 @@ void TcpSender::pace_after_send(Timeslot now) {
 
 // DCQCN (Zhu et al. 2015, the reaction point; defaults as htsim's dcqcn.cpp).
 // Timers run lazily: the periods that ended by `now` are applied in order
-// whenever the sender is called, which is the same as firing them on time
-// because nothing reads the rate in between.
+// when an ACK comes (dcqcn_advance), as is a deferred CNP at its interval's
+// end. Not exact inside a long pacing gap: the gap was fixed when the last
+// segment left, so an increase that fires within it waits for the gap's end
+// (docs/design.md, "DCQCN is a rate on the same sender").
 void TcpSender::dcqcn_advance(Timeslot now) {
   if (dq_.pending && now - dq_.last_cnp >= s_.dcqcn_cnp_interval) {  // the deferred CNP, at the interval's end
     const Timeslot t = dq_.last_cnp + s_.dcqcn_cnp_interval;

@@ -308,71 +308,73 @@ struct EmitRecording final : Traffic {
   }
 };
 
-}  // namespace
+// The two flows of the next_emit tests, in one rack of 4 endpoints: flow 0
+// (3 packets) at 1000, flow 1 (2 packets) from another endpoint at 4000.
+const FlowList kTwoFlows = {{0, 0, 1, 3, 1000}, {1, 2, 3, 2, 4000}};
 
-TEST_CASE("next_emit: an open-loop source is not asked before its next flow starts", "[engine][activity]") {
-  // A source that counts emit() calls and says when its one flow starts.
-  const Topology topo = make_single_rack(4, 1);
-  const FlowList flows = {{0, 0, 1, 3, 1000}, {1, 2, 3, 2, 4000}};
-  std::vector<Timeslot> emits[2];
-  std::vector<FlowState> states[2];
-  for (int skip = 0; skip < 2; ++skip) {
-    FlowTraffic inner(flows, topo.num_endpoints, EndpointStamping{});
-    EmitRecording traffic(inner, &emits[skip]);
-    EngineOptions opt;
-    opt.skip_idle = skip == 1;
-    Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
-    engine.run(6000);
-    states[skip] = inner.states();
-  }
-  CHECK(emits[0].size() == 6000);
-  // Skipping: timeslot 0, then 1000..1002 (3 packets) and 1003 (a source that sent is not
-  // asked for next_emit: it is stepped once more, finds its NIC idle and sleeps), 4000..4002.
-  CHECK(emits[1].size() == 1 + (3 + 1) + (2 + 1));
-  for (int f = 0; f < 2; ++f) {
-    REQUIRE(states[1][f].delivered == states[0][f].delivered);
-    REQUIRE(states[1][f].finish == states[0][f].finish);
-  }
-}
+struct Recorded {
+  std::vector<Timeslot> emits;  // the timeslots emit() was called at
+  std::vector<FlowState> states;
+  std::vector<SenderOutcome> outcomes;  // closed loop only
+};
 
-TEST_CASE("next_emit: a closed-loop source sleeps while none of its flows is under way", "[engine][activity]") {
-  // One rack, two DCTCP flows from different endpoints of the one group: flow 0 (3 packets)
-  // at 1000, flow 1 (2 packets) at 4000; each is acknowledged in full within tens of
-  // timeslots. Between them and after the last, the group has no flow under way.
+// 6000 timeslots of kTwoFlows, open loop or DCTCP, every node every timeslot
+// or skipping idle ones.
+Recorded record_emits(bool closed_loop, bool skip_idle) {
   const Topology topo = make_single_rack(4, 1);
-  const FlowList flows = {{0, 0, 1, 3, 1000}, {1, 2, 3, 2, 4000}};
-  std::vector<Timeslot> emits[2];
-  std::vector<FlowState> states[2];
-  std::vector<SenderOutcome> outcomes[2];
-  for (int skip = 0; skip < 2; ++skip) {
-    FlowTraffic inner(flows, topo.num_endpoints, EndpointStamping{});
+  FlowTraffic inner(kTwoFlows, topo.num_endpoints, EndpointStamping{});
+  if (closed_loop) {
     TransportConfig t;
     t.enabled = true;
     t.kind = TransportKind::kDctcp;
     inner.enable_transport(topo, t, 1200);
-    EmitRecording traffic(inner, &emits[skip]);
-    EngineOptions opt;
-    opt.skip_idle = skip == 1;
-    Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
-    engine.run(6000);
-    states[skip] = inner.states();
-    outcomes[skip] = inner.sender_outcomes();
   }
-  CHECK(emits[0].size() == 6000);
+  Recorded r;
+  EmitRecording traffic(inner, &r.emits);
+  EngineOptions opt;
+  opt.skip_idle = skip_idle;
+  Engine engine(topo, routers_for(topo, "droptail"), traffic, opt);
+  engine.run(6000);
+  r.states = inner.states();
+  r.outcomes = inner.sender_outcomes();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("next_emit: an open-loop source is not asked before its next flow starts", "[engine][activity]") {
+  // A source that says when its next flow starts.
+  const Recorded every = record_emits(false, false), skip = record_emits(false, true);
+  CHECK(every.emits.size() == 6000);
+  // Skipping: timeslot 0, then 1000..1002 (3 packets) and 1003 (a source that sent is not
+  // asked for next_emit: it is stepped once more, finds its NIC idle and sleeps), 4000..4002.
+  CHECK(skip.emits.size() == 1 + (3 + 1) + (2 + 1));
   for (int f = 0; f < 2; ++f) {
-    REQUIRE(states[0][f].delivered == flows[f].size_pkts);
-    REQUIRE(states[1][f].delivered == states[0][f].delivered);
-    REQUIRE(states[1][f].finish == states[0][f].finish);
-    REQUIRE(outcomes[1][f].segments_sent == outcomes[0][f].segments_sent);
+    REQUIRE(skip.states[f].delivered == every.states[f].delivered);
+    REQUIRE(skip.states[f].finish == every.states[f].finish);
+  }
+}
+
+TEST_CASE("next_emit: a closed-loop source sleeps while none of its flows is under way", "[engine][activity]") {
+  // DCTCP: each flow is acknowledged in full within tens of timeslots of its start.
+  // Between them and after the last, the group has no flow under way.
+  const Recorded every = record_emits(true, false), skip = record_emits(true, true);
+  CHECK(every.emits.size() == 6000);
+  for (int f = 0; f < 2; ++f) {
+    REQUIRE(every.states[f].delivered == kTwoFlows[f].size_pkts);
+    REQUIRE(skip.states[f].delivered == every.states[f].delivered);
+    REQUIRE(skip.states[f].finish == every.states[f].finish);
+    REQUIRE(skip.outcomes[f].segments_sent == every.outcomes[f].segments_sent);
   }
   // Asleep: timeslot 0 only, then from each start until its flow is acknowledged.
-  INFO("emits with skip_idle: " << emits[1].size());
-  CHECK(emits[1].front() == 0);
-  CHECK(std::count(emits[1].begin(), emits[1].end(), Timeslot{1000}) == 1);
-  CHECK(std::count(emits[1].begin(), emits[1].end(), Timeslot{4000}) == 1);
-  for (Timeslot at : emits[1]) {
+  const std::vector<Timeslot>& e = skip.emits;
+  INFO("emits with skip_idle: " << e.size());
+  CHECK(e.front() == 0);
+  CHECK(std::count(e.begin(), e.end(), Timeslot{1000}) == 1);
+  CHECK(std::count(e.begin(), e.end(), Timeslot{4000}) == 1);
+  for (Timeslot at : e) {
     INFO("emit at " << at);
     CHECK((at == 0 || (at >= 1000 && at < 1100) || (at >= 4000 && at < 4100)));
   }
-  CHECK(emits[1].size() < 100);
+  CHECK(e.size() < 100);
 }
