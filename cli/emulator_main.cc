@@ -24,6 +24,9 @@
 #include "emulator/run/replay.h"
 #include "emulator/run/setup.h"
 #include "emulator/run/run.h"
+#ifdef FLEXPLANE_HAVE_MPI
+#include "emulator/engine/mpi/mpi_partition.h"
+#endif
 #include "emulator/topology/topology.h"
 #include "emulator/workload/collective.h"
 #include "emulator/workload/traffic_pattern.h"
@@ -117,7 +120,36 @@ void list_all() {
 
 }  // namespace
 
+// Started by mpirun / srun: a run across processes (docs/mpi.md). MPI is
+// initialised before anything reads argv and finalised when main returns;
+// an error on one rank ends the whole job (MPI_Abort), never a hang.
+struct MpiSession {
+  bool on = false;
+  uint32_t rank = 0, size = 1;
+  MpiSession(int* argc, char*** argv) {
+#ifdef FLEXPLANE_HAVE_MPI
+    if (!MpiPartition::launched_by_mpi()) return;
+    MpiPartition::init(argc, argv);
+    on = true;
+    rank = MpiPartition::world_rank();
+    size = MpiPartition::world_size();
+#endif
+  }
+  ~MpiSession() {
+#ifdef FLEXPLANE_HAVE_MPI
+    if (on) MpiPartition::finalize();
+#endif
+  }
+  int end(int rc) {
+#ifdef FLEXPLANE_HAVE_MPI
+    if (on && size > 1 && rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
+#endif
+    return rc;
+  }
+};
+
 int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
   CLI::App app{"flexplane-emulator " FLEXPLANE_VERSION
                ": emulate a datacenter network in timeslots, in virtual time.\n"
                "Config reference: docs/config.md; outputs: docs/output-format.md"};
@@ -229,7 +261,10 @@ int main(int argc, char** argv) {
   }
 
   // Errors: a message on stderr; exit status 2 for bad arguments or configuration, 1 otherwise.
-  return exit_status_of([&] {
+  return mpi.end(exit_status_of([&] {
+    if (mpi.size > 1 && !app.got_subcommand("run"))
+      throw UsageError("under mpirun only `run` splits across ranks (this was started with " +
+                       std::to_string(mpi.size) + " ranks)");
     if (app.got_subcommand("live")) {
       if (live_cmd->count("--out") && la.out_dir.empty()) throw UsageError("--out: empty folder name");
 #ifdef FLEXPLANE_WITH_LIVE
@@ -281,7 +316,10 @@ int main(int argc, char** argv) {
     // Every run's folder is checked (and created) only now, after every
     // selected run validated: a bad config leaves nothing behind, and a typo
     // in --out fails before minutes of emulation.
-    for (RunConfig* r : selected) prepare_output_dir(r->output_dir);
+    const bool rank0 = mpi.rank == 0;
+    if (!rank0) quiet = true;  // one voice: rank 0 prints progress and summaries
+    if (rank0)
+      for (RunConfig* r : selected) prepare_output_dir(r->output_dir);
     for (RunConfig* rp : selected) {
       RunConfig& r = *rp;
       if (!quiet && r.workload.kind == WorkloadKind::kCollective)  // no arrival window: the sends wait for each other
@@ -292,9 +330,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s: %u endpoints, %zu routers, %.3f ms arrivals + %.3f ms drain, %u core(s)\n",
                      r.variant.empty() ? "run" : r.variant.c_str(), r.topology.num_endpoints, r.topology.routers.size(),
                      r.duration * r.network.timeslot_ns() / 1e6, r.drain * r.network.timeslot_ns() / 1e6, r.cores);
-      const RunSummary s = execute_run(r, quiet ? ProgressFn{} : ProgressFn(print_progress));
-      print_summary(r, s);
+      std::unique_ptr<Partition> partition;
+#ifdef FLEXPLANE_HAVE_MPI
+      if (mpi.size > 1) partition = std::make_unique<MpiPartition>(r.cores);
+#endif
+      const RunSummary s = execute_run(r, quiet ? ProgressFn{} : ProgressFn(print_progress), partition.get());
+      if (rank0) print_summary(r, s);
     }
     return 0;
-  }, 1);
+  }, 1));
 }

@@ -29,7 +29,7 @@ void Engine::run_core(Core& core, Timeslot begin) {
   const bool real_time = options_.clock == Clock::kRealTime;
   const bool timed = options_.time_timeslots;
   const bool has_neighbours = !core.upstream.empty() || !core.downstream.empty();  // they read `next`
-  const bool check_done = options_.stop_when_done;
+  const bool check_done = options_.stop_when_done || options_.partition;  // partitions stop on interrupts there
   const bool skip_idle = options_.skip_idle;
   const Timeslot sample_every = options_.occupancy_interval;
   if (skip_idle)  // everyone runs the first timeslot and says whether it needs the next
@@ -130,11 +130,16 @@ bool Engine::done_check(Core& core, Timeslot t) {
   Core::DonePost& mine = core.done_post[j % 4];
   mine.busy = 0;
   mine.in_transit = 0;
-  for (auto& n : core.nodes) mine.busy += n->busy_after(t, &mine.in_transit);
+  mine.stop = stop_asked_.load(std::memory_order_relaxed);
+  if (options_.stop_when_done)
+    for (auto& n : core.nodes) mine.busy += n->busy_after(t, &mine.in_transit);
+  else
+    mine.busy = 1;  // only here for interrupts (a partitioned run)
   mine.tag.store(j, std::memory_order_release);
   if (j == first_done_check_) return false;  // no earlier checkpoint in this run
   uint64_t busy = 0;
   int64_t in_transit = 0;
+  bool interrupted = false;
   for (auto& c : cores_) {
     if (c->nodes.empty()) continue;  // not running
     const Core::DonePost& p = c->done_post[(j - 1) % 4];
@@ -142,10 +147,11 @@ bool Engine::done_check(Core& core, Timeslot t) {
     while (p.tag.load(std::memory_order_acquire) != j - 1) spin::back_off(spins, core.may_yield);
     busy += p.busy;
     in_transit += p.in_transit;
+    interrupted |= p.stop != 0;
   }
-  if (busy || in_transit) return false;
+  if (!interrupted && (busy || in_transit)) return false;
   const Timeslot stop = t + 1;
-  done_at_.store(stop, std::memory_order_relaxed);
+  if (!interrupted) done_at_.store(stop, std::memory_order_relaxed);
   Timeslot cur = end_.load();
   while (stop < cur && !end_.compare_exchange_weak(cur, stop)) {
   }
@@ -153,6 +159,10 @@ bool Engine::done_check(Core& core, Timeslot t) {
 }
 
 void Engine::request_stop() {
+  if (options_.partition) {  // every rank must stop at the same timeslot: done_check carries it
+    stop_asked_.store(true, std::memory_order_relaxed);
+    return;
+  }
   // Cores are at most one window apart: stopping one window past the fastest
   // core is a timeslot every core can still reach.
   Timeslot fastest = 0;
@@ -186,7 +196,8 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   end_.store(end);
   done_at_.store(0);
   stopped_when_done_ = false;
-  if (options_.stop_when_done) {
+  Partition* const part = options_.partition;
+  if (options_.stop_when_done || part) {
     if (options_.done_check_interval < 1) throw ConfigError("engine: done_check_interval must be >= 1");
     const Timeslot interval = options_.done_check_interval;
     const Timeslot first = (begin + interval) / interval * interval - 1;  // the first T_j >= begin
@@ -210,18 +221,20 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   if (options_.clock == Clock::kRealTime) pace_ns_per_tick_ = PaceClock::calibrate(2000000);  // 2 ms, once a run
   start_ns_ = wall_ns() + 1000000;  // real time: 1 ms for the cores to start
   ThreadLauncher threads;
-  if (!launcher) launcher = &threads;
+  if (!launcher) launcher = part ? &part->launcher() : &threads;
+  if (part && !partition_view_) attach_partition();
   std::vector<std::function<void()>> jobs;
   for (auto& c : cores_) {
     if (c->nodes.empty()) {
       c->next.store(~Timeslot{0} >> 1, std::memory_order_release);  // never waited on: no links
       continue;
     }
+    if (part && !part->runs_core(c->id)) continue;  // another process's: a replica
     Core* core = c.get();
     jobs.push_back([this, core, begin] { run_core(*core, begin); });
   }
   const bool cpu_each = launcher->cpu_per_job(jobs.size());
-  for (auto& c : cores_) c->may_yield = !cpu_each;
+  for (auto& c : cores_) c->may_yield = !cpu_each || (part && part->cores_share_cpus());
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   auto slowest = [&] {
@@ -231,7 +244,25 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   };
   const bool real_time = options_.clock == Clock::kRealTime;
   std::function<void()> monitor;
-  if (progress) {
+  if (part) {  // move state between processes while the local cores run; report progress meanwhile
+    monitor = [&] {
+      double last = 0;
+      auto local_done = [&] {
+        for (auto& c : cores_)
+          if (part->runs_core(c->id) && !c->nodes.empty() &&
+              c->finished.load(std::memory_order_acquire) < end_.load())
+            return false;
+        return true;
+      };
+      while (!local_done()) {
+        part->pump();
+        if (progress && elapsed() - last >= period_s) {
+          last = elapsed();
+          progress(EngineProgress{slowest() - begin, end_.load() - begin, last, {}});
+        }
+      }
+    };
+  } else if (progress) {
     monitor = [&] {
       double last = 0;
       for (;;) {
@@ -247,6 +278,7 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
     };
   }
   launcher->run(std::move(jobs), monitor);
+  if (part) part->finish();
   wall_seconds_ += elapsed();
   now_ = end_.load();
   stopped_when_done_ = done_at_.load() != 0 && now_ == done_at_.load();
@@ -258,11 +290,9 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
 
 uint64_t Engine::router_packet_hops() const {
   uint64_t sum = 0;
-  for (const auto& r : routers_) {
-    const QueueBank& b = r->bank();
-    for (PortId p = 0; p < b.num_ports(); ++p)
-      for (QueueId q = 0; q < b.queues_per_port(); ++q) sum += b.dequeued(p, q);
-  }
+  for (uint32_t r = 0; r < num_routers(); ++r)
+    for (PortId p = 0; p < num_ports(r); ++p)
+      for (QueueId q = 0; q < queues_per_port(r); ++q) sum += queue_counters(r, p, q).dequeued;
   return sum;
 }
 

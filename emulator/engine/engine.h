@@ -33,6 +33,7 @@
 #include "emulator/engine/core_launcher.h"
 #include "emulator/engine/event_log.h"
 #include "emulator/engine/link.h"
+#include "emulator/engine/partition.h"
 #include "emulator/engine/timeslot_timer.h"
 #include "emulator/topology/topology.h"
 #include "emulator/traffic/traffic.h"
@@ -73,6 +74,20 @@ struct EngineOptions {
   // (Router::idles_when_empty, TrafficSource::next_emit). Results are the
   // same either way (tested); false steps every node every timeslot.
   bool skip_idle = true;
+  // Runs split across processes (partition.h; MPI: emulator/engine/mpi/):
+  // `cores` counts every rank's cores, and this process runs its own share.
+  // Null: one process.
+  Partition* partition = nullptr;
+};
+
+// One router's results as another process ran it (Engine::unpack_results):
+// what the output writers read of it.
+struct RouterResults {
+  uint16_t ports = 0, queues = 0;
+  std::vector<QueueCounters> counters;  // [port * queues + queue]
+  std::vector<uint32_t> backlog_pkts;
+  std::vector<uint64_t> backlog_bytes;
+  RouterLosses losses;
 };
 
 // How one core synchronised with the cores that feed it (lookahead).
@@ -180,6 +195,25 @@ class Engine {
   uint32_t core_of_router(uint32_t i) const { return router_core_[i]; }
   uint32_t num_cores() const { return options_.cores; }
 
+  // What output writers read of router `i`, wherever it ran (this process:
+  // its bank; another: the results it sent, unpack_results()).
+  QueueCounters queue_counters(uint32_t i, PortId p, QueueId q) const;
+  uint32_t backlog_packets(uint32_t i, PortId p, QueueId q) const;
+  uint64_t backlog_bytes(uint32_t i, PortId p, QueueId q) const;
+  uint16_t queues_per_port(uint32_t i) const;
+  uint16_t num_ports(uint32_t i) const;
+  const RouterLosses& router_losses(uint32_t i) const;
+  // Runs across processes: this process's share of the results (its
+  // routers' counters, backlogs, losses and occupancy; its cores' events and
+  // scheme statistics), and, on the process that writes the outputs, every
+  // other's share folded in: the accessors above then answer for every router.
+  void pack_results(std::string& out) const;
+  void unpack_results(const std::string& in);
+  // Whether this process runs router `i` (always, without a partition).
+  bool runs_router(uint32_t i) const {
+    return !options_.partition || options_.partition->runs_core(router_core_[i]);
+  }
+
   // Packets routers sent, summed over all routers and ports (the
   // "router packet-hops" of the benchmarks).
   uint64_t router_packet_hops() const;
@@ -222,6 +256,7 @@ class Engine {
   void run_core(Core& core, Timeslot begin);
   void step_due(Core& core, Timeslot t, size_t lo, size_t hi);
   bool done_check(Core& core, Timeslot t);
+  void attach_partition();
 
   Topology topology_;
   std::vector<std::unique_ptr<Router>> routers_;
@@ -237,6 +272,17 @@ class Engine {
   std::atomic<Timeslot> done_at_{0};  // stop when done: the timeslot the run stops at (0: not done)
   uint64_t first_done_check_ = 0;     // index of this run's first checkpoint (nothing to decide there)
   bool stopped_when_done_ = false;
+  // Runs across processes: an interrupt here, carried to every rank in the
+  // stop-when-done posts (done_check), so all stop at one timeslot.
+  std::atomic<bool> stop_asked_{false};
+  Traffic* traffic_ = nullptr;
+  struct CrossLinkInfo {
+    uint32_t from_core, to_core;
+    Link* link;
+  };
+  std::vector<CrossLinkInfo> cross_links_;
+  std::unique_ptr<PartitionView> partition_view_;
+  std::vector<std::unique_ptr<RouterResults>> remote_results_;  // by router; set by unpack_results
   int64_t start_ns_ = 0;          // real time: wall clock of timeslot `start_slot_`
   double pace_ns_per_tick_ = 1.0; // real time: the TSC's rate, measured at start (pace_clock.h)
   Timeslot start_slot_ = 0;

@@ -60,6 +60,17 @@ std::vector<uint32_t> place_routers(const Topology& topology, uint32_t cores, Ro
 
 void Engine::build(Traffic& traffic) {
   const uint32_t nr = static_cast<uint32_t>(topology_.routers.size());
+  traffic_ = &traffic;
+  if (Partition* part = options_.partition) {
+    if (part->ranks() * part->cores_per_rank() != options_.cores)
+      throw ConfigError("engine: " + std::to_string(options_.cores) + " cores for " + std::to_string(part->ranks()) +
+                        " ranks of " + std::to_string(part->cores_per_rank()));
+    for (uint32_t r = 0; r < nr; ++r)
+      if (routers_[r]->pauses())
+        throw ConfigError("engine: router " + topology_.routers[r].name +
+                          " has PFC, which runs across processes (MPI ranks) do not support yet: run it as one process");
+    if (options_.clock != Clock::kVirtual) throw ConfigError("engine: runs across processes are virtual time only");
+  }
 
   router_core_ = options_.router_core;
   if (router_core_.empty()) router_core_ = place_routers(topology_, options_.cores, options_.placement);
@@ -154,6 +165,10 @@ void Engine::build(Traffic& traffic) {
       }
       in_links[to.router].emplace_back(to.port, link);
       directed.push_back(DirectedLink{from, to, link});
+    }
+    if (ca != cb) {
+      cross_links_.push_back(CrossLinkInfo{ca, cb, ab});
+      cross_links_.push_back(CrossLinkInfo{cb, ca, ba});
     }
     note_link(ca, cb, rl.latency_timeslots);
     note_link(cb, ca, rl.latency_timeslots);

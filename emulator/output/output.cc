@@ -378,17 +378,16 @@ void write_counters_csv(const std::string& path, const Engine& engine) {
   for (unsigned r = 0; r < kNumReasons; ++r) std::fprintf(out.f, ",marks_%s", reason_name(static_cast<Reason>(r)));
   std::fprintf(out.f, "\n");
   for (uint32_t i = 0; i < engine.num_routers(); ++i) {
-    const QueueBank& b = engine.router(i).bank();
     const char* name = engine.topology().routers[i].name.c_str();
-    for (PortId p = 0; p < b.num_ports(); ++p)
-      for (QueueId q = 0; q < b.queues_per_port(); ++q) {
-        const QueueCounters& c = b.counters(p, q);
+    for (PortId p = 0; p < engine.num_ports(i); ++p)
+      for (QueueId q = 0; q < engine.queues_per_port(i); ++q) {
+        const QueueCounters c = engine.queue_counters(i, p, q);
         if (!c.arrived && !c.enqueued) continue;  // keep the file readable: only queues that saw traffic
         std::fprintf(out.f, "%s,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%u,%llu", name, p, q,
                      (unsigned long long)c.arrived, (unsigned long long)c.enqueued, (unsigned long long)c.dequeued,
                      (unsigned long long)c.dropped_on_arrival, (unsigned long long)c.dropped_at_dequeue,
-                     (unsigned long long)c.evicted, (unsigned long long)c.marked, b.packets(p, q),
-                     (unsigned long long)b.bytes(p, q));
+                     (unsigned long long)c.evicted, (unsigned long long)c.marked, engine.backlog_packets(i, p, q),
+                     (unsigned long long)engine.backlog_bytes(i, p, q));
         for (unsigned r = 0; r < kNumReasons; ++r) std::fprintf(out.f, ",%llu", (unsigned long long)c.drops[r]);
         for (unsigned r = 0; r < kNumReasons; ++r) std::fprintf(out.f, ",%llu", (unsigned long long)c.marks[r]);
         std::fprintf(out.f, "\n");
@@ -480,7 +479,7 @@ Losses losses(const Engine& engine, uint64_t unexpected) {
   Losses out;
   for (Reason r : kRouterLosses) {
     uint64_t n = 0;
-    for (uint32_t i = 0; i < engine.num_routers(); ++i) n += engine.router(i).losses().by_reason[static_cast<unsigned>(r)];
+    for (uint32_t i = 0; i < engine.num_routers(); ++i) n += engine.router_losses(i).by_reason[static_cast<unsigned>(r)];
     out.kinds.push_back({reason_name(r), n});
   }
   for (Reason r : kLinkLosses) {
@@ -499,7 +498,7 @@ void write_losses_csv(const std::string& path, const Engine& engine, uint64_t un
     const char* name = engine.topology().routers[i].name.c_str();
     for (Reason r : kRouterLosses)
       std::fprintf(out.f, "%s,%s,%llu\n", name, reason_name(r),
-                   (unsigned long long)engine.router(i).losses().by_reason[static_cast<unsigned>(r)]);
+                   (unsigned long long)engine.router_losses(i).by_reason[static_cast<unsigned>(r)]);
     for (Reason r : kLinkLosses)
       std::fprintf(out.f, "%s,%s,%llu\n", name, reason_name(r),
                    (unsigned long long)engine.link_losses(i).by_reason[static_cast<unsigned>(r)]);

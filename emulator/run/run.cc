@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "emulator/config/endpoint_contract.h"
+#include "emulator/engine/serial.h"
 #include "emulator/output/output.h"
 #include "emulator/run/setup.h"
 #include "api/version.h"
@@ -108,6 +109,7 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "end_reason" << YAML::Value << (s.all_flows_done ? "all_flows_done" : "cap");
   y << YAML::Key << "emulated_end_ms" << YAML::Value << s.timeslots * c.network.timeslot_ns() / 1e6;
   y << YAML::Key << "cores" << YAML::Value << c.cores;
+  if (s.ranks > 1) y << YAML::Key << "ranks" << YAML::Value << s.ranks;  // runs across processes: cores is per rank
   y << YAML::Key << "lookahead" << YAML::Value << c.lookahead;
   y << YAML::Key << "placement" << YAML::Value << router_placement_name(c.placement);
   y << YAML::Key << "endpoint_priority" << YAML::Value << priority_stamp_name(stamp);
@@ -219,10 +221,11 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
 
 }  // namespace
 
-RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
+RunSummary execute_run(const RunConfig& c, const ProgressFn& progress, Partition* partition) {
   const double before = seconds_since_process_start();
   const double t_setup = now_s();
-  prepare_output_dir(c.output_dir);  // fail before the run, not after it
+  const bool writes = !partition || partition->rank() == 0;  // across processes: rank 0 writes the outputs
+  if (writes) prepare_output_dir(c.output_dir);  // fail before the run, not after it
   const OccupancyFile occupancy_file = parse_occupancy_file(c.occupancy_file, c.file + ": output.occupancy");
   std::vector<ResolvedRouter> resolved;
   std::vector<std::unique_ptr<Router>> routers = build_routers(c, &resolved);
@@ -238,6 +241,10 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
 
   EngineOptions opt = engine_options(c, c.cores);
   opt.stop_when_done = c.stop_when_done;  // virtual time only (not replay, not live)
+  if (partition) {  // every rank's cores together; placement spreads the routers over all of them
+    opt.cores = c.cores * partition->ranks();
+    opt.partition = partition;
+  }
   Engine engine(c.topology, std::move(routers), traffic, opt);
   std::function<void(const EngineProgress&)> on_progress;
   if (progress) on_progress = [&](const EngineProgress& p) { progress(c, p); };
@@ -246,6 +253,33 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
   const double t_outputs = now_s();
 
   RunSummary s;
+  if (partition) {  // each rank's share of the results, to rank 0: the engine's, then the traffic's
+    std::vector<bool> local(c.topology.num_endpoints);
+    for (EndpointId e = 0; e < c.topology.num_endpoints; ++e)
+      local[e] = engine.runs_router(c.topology.endpoint_port[e].router);
+    std::string engine_part, traffic_part, mine;
+    engine.pack_results(engine_part);
+    traffic.pack_results(local, traffic_part);
+    serial::Writer w(mine);
+    for (const std::string* part : {&engine_part, &traffic_part}) {
+      w.put(static_cast<uint64_t>(part->size()));
+      mine += *part;
+    }
+    const std::vector<std::string> all = partition->gather(mine);
+    if (!writes) {
+      s.output_dir = c.output_dir;
+      return s;
+    }
+    for (uint32_t r = 1; r < all.size(); ++r) {
+      serial::Reader in(all[r]);
+      uint64_t n = in.get<uint64_t>();
+      engine.unpack_results(std::string(in.bytes(n), n));
+      n = in.get<uint64_t>();
+      traffic.unpack_results(std::string(in.bytes(n), n));
+      in.expect_end();
+    }
+  }
+  s.ranks = partition ? partition->ranks() : 1;
   s.phase_seconds.before = before;
   s.phase_seconds.setup = t_engine - t_setup;
   s.phase_seconds.engine = t_outputs - t_engine;
@@ -275,11 +309,9 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress) {
     else
       ++s.unfinished_in_flight;
   }
-  for (uint32_t r = 0; r < engine.num_routers(); ++r) {
-    const QueueBank& b = engine.router(r).bank();
-    for (PortId p = 0; p < b.num_ports(); ++p)
-      for (QueueId q = 0; q < b.queues_per_port(); ++q) s.marks += b.counters(p, q).marked;
-  }
+  for (uint32_t r = 0; r < engine.num_routers(); ++r)
+    for (PortId p = 0; p < engine.num_ports(r); ++p)
+      for (QueueId q = 0; q < engine.queues_per_port(r); ++q) s.marks += engine.queue_counters(r, p, q).marked;
 
   s.losses = losses(engine, traffic.unexpected_arrivals());
   s.pfc = pfc_totals(engine);

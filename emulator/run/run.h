@@ -14,6 +14,7 @@ namespace flexplane {
 
 struct RunSummary {
   uint64_t flows = 0;
+  uint32_t ranks = 1;  // processes the run was split across (docs/mpi.md)
   uint64_t finished = 0;
   uint64_t unfinished_lost = 0;        // a packet was dropped: open loop never resends it
   uint64_t unfinished_in_flight = 0;   // still being sent or queued when the run ended
@@ -43,6 +44,8 @@ struct RunSummary {
 
 using ProgressFn = std::function<void(const RunConfig&, const EngineProgress&)>;
 
-RunSummary execute_run(const RunConfig& config, const ProgressFn& progress = {});
+// `partition`: a run across processes (docs/mpi.md); every rank calls this,
+// rank 0 gathers the results and writes the outputs (the others write none).
+RunSummary execute_run(const RunConfig& config, const ProgressFn& progress = {}, Partition* partition = nullptr);
 
 }  // namespace flexplane

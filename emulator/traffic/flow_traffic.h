@@ -88,6 +88,10 @@ class FlowTraffic final : public Traffic {
   // flow id, a destination outside the receiving group, or more packets than
   // the flow has. Never expected of a correct router; counted, not trusted.
   uint64_t unexpected_arrivals() const;
+  // Runs across processes (flow_traffic_partition.cc).
+  std::vector<MirroredState*> mirrored_state() override;
+  void pack_results(const std::vector<bool>& local_endpoint, std::string& out) const override;
+  void unpack_results(const std::string& in) override;
 
  private:
   const FlowList& flows_;
@@ -99,6 +103,7 @@ class FlowTraffic final : public Traffic {
   const FlowDeps* deps_ = nullptr;
   std::vector<std::unique_ptr<uint64_t>> unexpected_;  // one counter per sink (each on its own core)
   std::unique_ptr<ClosedLoopShared> closed_loop_;
+  std::vector<std::unique_ptr<MirroredState>> mirrors_;  // closed loop across processes
   void add_group(const std::vector<EndpointId>& group);  // open loop; no-op if known
   Groups groups_;
   uint32_t num_groups_ = 0;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "api/packet.h"
@@ -69,6 +70,25 @@ class TrafficSink {
   virtual void deliver(const Packet* pkts, uint32_t n, Timeslot now) = 0;
 };
 
+// State that one endpoint group writes and others read outside the network
+// (closed loop: ACKs on their way back, a group's progress). Where the
+// engine runs groups in other processes (emulator/engine/partition.h) it
+// copies each item from its writer's process to its readers': collect() on
+// the writer's side appends what is new since the last call, apply() on a
+// reader's side takes that in. Watermarks (a value that only grows and says
+// that data before it is complete) are collected before any data and
+// applied after it. Items know nothing of processes.
+class MirroredState {
+ public:
+  enum class Kind { kData, kWatermark };
+  virtual ~MirroredState() = default;
+  virtual Kind kind() const = 0;
+  virtual EndpointId writer() const = 0;                   // an endpoint of the writing group
+  virtual const std::vector<EndpointId>& readers() const = 0;  // an endpoint of each reading group
+  virtual void collect(std::string& out) = 0;
+  virtual void apply(const char* data, size_t n) = 0;
+};
+
 // Makes the source and sink of one endpoint group (the endpoints of one ToR).
 class Traffic {
  public:
@@ -93,6 +113,16 @@ class Traffic {
   // Whether the engine should keep every drop in memory (virtual-time runs
   // need them for flow outcomes; live runs are unbounded and forward them).
   virtual bool record_drops() const { return true; }
+  // Cross-group state for runs across processes (MirroredState), asked once
+  // after every group's source and sink were made; the order must be the
+  // same in every process. None by default.
+  virtual std::vector<MirroredState*> mirrored_state() { return {}; }
+  // Runs across processes, after the run: this process's share of the
+  // results (what the groups `local` says it ran wrote), and on the process
+  // that writes the outputs, every other's folded in. Neither by default
+  // (such traffic has no results to gather).
+  virtual void pack_results(const std::vector<bool>& local_endpoint, std::string& out) const {}
+  virtual void unpack_results(const std::string& in) {}
 };
 
 }  // namespace flexplane

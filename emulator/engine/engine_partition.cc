@@ -1,0 +1,140 @@
+// The engine's side of runs across processes (partition.h): what it shows a
+// Partition, and its results folded together after the run.
+#include <cstring>
+
+#include "api/params.h"
+#include "emulator/engine/engine.h"
+#include "emulator/engine/engine_nodes.h"
+#include "emulator/engine/serial.h"
+
+namespace flexplane {
+
+void Engine::attach_partition() {
+  auto view = std::make_unique<PartitionView>();
+  view->window = window_;
+  for (auto& c : cores_) {
+    PartitionView::Core v{};
+    v.next = &c->next;
+    v.finished = &c->finished;
+    for (uint32_t d = 0; d < options_.cores; ++d) v.promise_to.push_back(&c->promise_to[d].before);
+    for (int i = 0; i < 4; ++i)
+      v.done_post[i] = PartitionView::DonePost{&c->done_post[i].tag, &c->done_post[i].busy,
+                                               &c->done_post[i].in_transit, &c->done_post[i].stop};
+    view->cores.push_back(std::move(v));
+  }
+  for (const CrossLinkInfo& l : cross_links_) view->links.push_back(PartitionView::CrossLink{l.from_core, l.to_core, l.link});
+  auto core_of_endpoint = [&](EndpointId e) { return router_core_.at(topology_.endpoint_port.at(e).router); };
+  for (MirroredState* m : traffic_->mirrored_state()) {
+    PartitionView::Item item{m, core_of_endpoint(m->writer()), {}};
+    for (EndpointId e : m->readers()) item.reader_cores.push_back(core_of_endpoint(e));
+    view->items.push_back(std::move(item));
+  }
+  partition_view_ = std::move(view);
+  options_.partition->attach(partition_view_.get());
+}
+
+QueueCounters Engine::queue_counters(uint32_t i, PortId p, QueueId q) const {
+  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
+    return r->counters.at(size_t{p} * r->queues + q);
+  return routers_[i]->bank().counters(p, q);
+}
+uint32_t Engine::backlog_packets(uint32_t i, PortId p, QueueId q) const {
+  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
+    return r->backlog_pkts.at(size_t{p} * r->queues + q);
+  return routers_[i]->bank().packets(p, q);
+}
+uint64_t Engine::backlog_bytes(uint32_t i, PortId p, QueueId q) const {
+  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
+    return r->backlog_bytes.at(size_t{p} * r->queues + q);
+  return routers_[i]->bank().bytes(p, q);
+}
+uint16_t Engine::queues_per_port(uint32_t i) const { return routers_[i]->bank().queues_per_port(); }
+uint16_t Engine::num_ports(uint32_t i) const { return routers_[i]->bank().num_ports(); }
+const RouterLosses& Engine::router_losses(uint32_t i) const {
+  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->losses;
+  return routers_[i]->losses();
+}
+
+// Layout: per local router (id, ports, queues, counters, backlogs, losses,
+// link losses, occupancy trace), then per local core (events, scheme stats).
+void Engine::pack_results(std::string& out) const {
+  serial::Writer w(out);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < num_routers(); ++i) n += runs_router(i);
+  w.put(n);
+  for (uint32_t i = 0; i < num_routers(); ++i) {
+    if (!runs_router(i)) continue;
+    const QueueBank& b = routers_[i]->bank();
+    w.put(i);
+    w.put(b.num_ports());
+    w.put(b.queues_per_port());
+    for (PortId p = 0; p < b.num_ports(); ++p)
+      for (QueueId q = 0; q < b.queues_per_port(); ++q) {
+        w.put(b.counters(p, q));
+        w.put(b.packets(p, q));
+        w.put(b.bytes(p, q));
+      }
+    w.put(routers_[i]->losses());
+    const RouterNode& node = *router_nodes_[i];
+    w.put(node.link_losses);
+    const OccupancyTrace& o = node.occupancy;
+    w.put(o.samples);
+    w.vec(o.times);
+    w.vec(o.packets);
+    w.put(o.packet_bytes);
+    w.vec(o.bytes);
+    w.put(static_cast<uint32_t>(o.histogram.size()));
+    for (const auto& h : o.histogram) w.vec(h);
+  }
+  uint32_t local_cores = 0;
+  for (const auto& c : cores_) local_cores += options_.partition->runs_core(c->id);
+  w.put(local_cores);
+  for (const auto& c : cores_) {
+    if (!options_.partition->runs_core(c->id)) continue;
+    w.put(c->id);
+    w.vec(c->log.events());
+    w.vec(c->scheme_stats);
+  }
+}
+
+void Engine::unpack_results(const std::string& in) {
+  serial::Reader r(in);
+  if (remote_results_.empty()) remote_results_.resize(num_routers());
+  const uint32_t n = r.get<uint32_t>();
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = r.get<uint32_t>();
+    if (i >= num_routers()) throw std::runtime_error("results: router " + std::to_string(i) + " out of range");
+    auto res = std::make_unique<RouterResults>();
+    res->ports = r.get<uint16_t>();
+    res->queues = r.get<uint16_t>();
+    const size_t cells = size_t{res->ports} * res->queues;
+    for (size_t c = 0; c < cells; ++c) {
+      res->counters.push_back(r.get<QueueCounters>());
+      res->backlog_pkts.push_back(r.get<uint32_t>());
+      res->backlog_bytes.push_back(r.get<uint64_t>());
+    }
+    res->losses = r.get<RouterLosses>();
+    RouterNode& node = *router_nodes_[i];
+    node.link_losses = r.get<RouterLosses>();
+    OccupancyTrace& o = node.occupancy;
+    o.samples = r.get<uint64_t>();
+    o.times.clear(), o.packets.clear(), o.bytes.clear();  // the replica's own (never run) are empty or zero
+    r.vec(o.times);
+    r.vec(o.packets);
+    o.packet_bytes = r.get<uint32_t>();
+    r.vec(o.bytes);
+    o.histogram.resize(r.get<uint32_t>());
+    for (auto& h : o.histogram) h.clear(), r.vec(h);
+    remote_results_[i] = std::move(res);
+  }
+  const uint32_t ncores = r.get<uint32_t>();
+  for (uint32_t k = 0; k < ncores; ++k) {
+    const uint32_t id = r.get<uint32_t>();
+    if (id >= cores_.size()) throw std::runtime_error("results: core " + std::to_string(id) + " out of range");
+    r.vec(cores_[id]->log.events());
+    r.vec(cores_[id]->scheme_stats);
+  }
+  r.expect_end();
+}
+
+}  // namespace flexplane

@@ -1,0 +1,76 @@
+// Plain bytes for state that moves between processes of one run (the same
+// build on every side: trivially copyable values as they lie in memory).
+// A short or long read throws: a message from another rank that does not
+// parse is a bug, never silently half-applied.
+#pragma once
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace flexplane::serial {
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  template <typename T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  template <typename T>
+  void vec(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put(static_cast<uint64_t>(v.size()));
+    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+
+ private:
+  std::string& out_;
+};
+
+class Reader {
+ public:
+  Reader(const char* data, size_t n) : p_(data), end_(data + n) {}
+  explicit Reader(const std::string& in) : Reader(in.data(), in.size()) {}
+  template <typename T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v;
+    take(&v, sizeof v);
+    return v;
+  }
+  // Appends (the vector may hold this process's own entries already).
+  template <typename T>
+  void vec(std::vector<T>& v) {
+    const uint64_t n = get<uint64_t>();
+    if (n > static_cast<uint64_t>(end_ - p_) / sizeof(T)) throw std::runtime_error("serial: vector overruns its message");
+    const size_t at = v.size();
+    v.resize(at + n);
+    take(v.data() + at, n * sizeof(T));
+  }
+  // The next n bytes, in place.
+  const char* bytes(size_t n) {
+    if (n > static_cast<size_t>(end_ - p_)) throw std::runtime_error("serial: message too short");
+    const char* at = p_;
+    p_ += n;
+    return at;
+  }
+  bool done() const { return p_ == end_; }
+  void expect_end() const {
+    if (p_ != end_) throw std::runtime_error("serial: " + std::to_string(end_ - p_) + " bytes left over");
+  }
+
+ private:
+  void take(void* to, size_t n) {
+    if (n > static_cast<size_t>(end_ - p_)) throw std::runtime_error("serial: message too short");
+    std::memcpy(to, p_, n);
+    p_ += n;
+  }
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace flexplane::serial
