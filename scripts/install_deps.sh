@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libyaml-cpp-dev libcli11-dev catch2 libbenchmark-dev
   dpdk libdpdk-dev
   clang libclang-rt-14-dev llvm linux-headers-amd64
+  openmpi-bin libopenmpi-dev                         # runs across processes (docs/mpi.md)
   iproute2 ethtool nftables
   libnetfilter-queue-dev libmnl-dev iptables
   python3 python3-venv
