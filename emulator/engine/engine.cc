@@ -19,6 +19,10 @@ using spin::hand_off;
 using spin::wait_until_far;
 
 namespace {
+// Across processes with one core per rank: how often (timeslots) that core
+// moves state between the ranks when it does not wait.
+constexpr Timeslot kPumpEvery = 16;
+
 int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -38,6 +42,8 @@ void Engine::run_core(Core& core, Timeslot begin) {
   // next, so it is the TSC kept on CLOCK_MONOTONIC (pace_clock.h), not a
   // clock_gettime() per read.
   PaceClock clock(real_time ? pace_ns_per_tick_ : 1.0);
+  const bool log_cross = !core.cross_sent.empty();
+  const std::function<void()>* const pump = spin::wait_hook;  // across processes, one core here: see run()
   if (timed) core.timer.start();
   for (Timeslot t = begin; t < end_.load(std::memory_order_relaxed); ++t) {
     if (real_time) {
@@ -66,6 +72,7 @@ void Engine::run_core(Core& core, Timeslot begin) {
     // which belong to the boundary nodes: publish as soon as those have run t,
     // and run the interior while the neighbours pick that up (the hand-off
     // between cores costs ~100-150 ns here; overlapped, not waited for).
+    if (log_cross) core.cross_sent[t & (core.cross_sent.size() - 1)].clear();  // shipped W timeslots ago (partition.h)
     const size_t nb = core.boundary_nodes;
     if (skip_idle) {
       while (!core.later.empty() && core.later.top().at <= t) {  // wakes asked for beyond the wheel
@@ -87,6 +94,7 @@ void Engine::run_core(Core& core, Timeslot begin) {
     if (sample_every && t % sample_every == 0)  // every router, run or not (an idle one's queues are as they were)
       for (RouterNode* r : core.routers) r->sample(t);
     core.finished.store(t + 1, std::memory_order_release);
+    if (pump && t % kPumpEvery == 0) (*pump)();  // ship this core's progress even when it never waits
     if (core.promising && t >= core.next_promise_check) core.refresh_promises(t);
     if (timed) core.timer.tick();
     if (check_done && t == core.next_done_check && done_check(core, t)) break;
@@ -244,9 +252,18 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   };
   const bool real_time = options_.clock == Clock::kRealTime;
   std::function<void()> monitor;
-  if (part) {  // move state between processes while the local cores run; report progress meanwhile
+  double last_progress = 0;
+  // Across processes: one round of moving state, and progress now and then.
+  const std::function<bool()> pump = [&] {
+    const bool moved = part->pump();
+    if (progress && elapsed() - last_progress >= period_s) {
+      last_progress = elapsed();
+      progress(EngineProgress{slowest() - begin, end_.load() - begin, last_progress, {}});
+    }
+    return moved;
+  };
+  if (part) {  // the pump on this thread while the local cores run on theirs
     monitor = [&] {
-      double last = 0;
       auto local_done = [&] {
         for (auto& c : cores_)
           if (part->runs_core(c->id) && !c->nodes.empty() &&
@@ -254,11 +271,15 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
             return false;
         return true;
       };
+      unsigned idle = 0;
       while (!local_done()) {
-        part->pump();
-        if (progress && elapsed() - last >= period_s) {
-          last = elapsed();
-          progress(EngineProgress{slowest() - begin, end_.load() - begin, last, {}});
+        if (pump()) {
+          idle = 0;
+        } else if (++idle > 16) {  // yield, not sleep: a core here may be waiting for this very thread
+          if (part->cores_share_cpus())
+            std::this_thread::yield();
+          else
+            cpu_relax();
         }
       }
     };
@@ -277,7 +298,18 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
       }
     };
   }
-  launcher->run(std::move(jobs), monitor);
+  if (part && jobs.size() == 1) {
+    // One core in this process: it runs on this thread, the one that may
+    // call MPI, and moves state itself while it waits (spin::wait_hook) and
+    // every few timeslots (run_core) -- no thread for the pump to share a
+    // CPU with, and no hand-off to it.
+    const std::function<void()> hook = [&] { pump(); };
+    spin::wait_hook = &hook;
+    jobs[0]();
+    spin::wait_hook = nullptr;
+  } else {
+    launcher->run(std::move(jobs), monitor);
+  }
   if (part) part->finish();
   wall_seconds_ += elapsed();
   now_ = end_.load();

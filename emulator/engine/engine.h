@@ -276,11 +276,7 @@ class Engine {
   // stop-when-done posts (done_check), so all stop at one timeslot.
   std::atomic<bool> stop_asked_{false};
   Traffic* traffic_ = nullptr;
-  struct CrossLinkInfo {
-    uint32_t from_core, to_core;
-    Link* link;
-  };
-  std::vector<CrossLinkInfo> cross_links_;
+  std::vector<PartitionView::CrossLink> cross_links_;  // links between cores
   std::unique_ptr<PartitionView> partition_view_;
   std::vector<std::unique_ptr<RouterResults>> remote_results_;  // by router; set by unpack_results
   int64_t start_ns_ = 0;          // real time: wall clock of timeslot `start_slot_`

@@ -167,8 +167,8 @@ void Engine::build(Traffic& traffic) {
       directed.push_back(DirectedLink{from, to, link});
     }
     if (ca != cb) {
-      cross_links_.push_back(CrossLinkInfo{ca, cb, ab});
-      cross_links_.push_back(CrossLinkInfo{cb, ca, ba});
+      cross_links_.push_back(PartitionView::CrossLink{ca, cb, ab});
+      cross_links_.push_back(PartitionView::CrossLink{cb, ca, ba});
     }
     note_link(ca, cb, rl.latency_timeslots);
     note_link(cb, ca, rl.latency_timeslots);

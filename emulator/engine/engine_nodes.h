@@ -107,6 +107,12 @@ struct Engine::Core {
   };
   std::priority_queue<LaterWake, std::vector<LaterWake>, std::greater<LaterWake>> later;
   std::vector<RouterNode*> routers;  // its router nodes, in node order (occupancy samples)
+  // Runs across processes: per timeslot (a wheel of the link window), the
+  // links to another process's cores this core sent on, as indices into
+  // the partition's cross links -- so the pump reads the slots written, not
+  // every such link every timeslot. Empty: none to log.
+  std::vector<std::vector<uint32_t>> cross_sent;
+  void log_cross(Timeslot now, uint32_t link) { cross_sent[now & (cross_sent.size() - 1)].push_back(link); }
   explicit Core(bool packet_log) : log(packet_log) {}
 
   // Node `i` runs at timeslot `t` (> the timeslot running now).
@@ -291,7 +297,9 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
     uint64_t arrive_mask = 0;
     uint64_t bit = 0;
     uint32_t node = 0;
+    uint32_t cross = kNotCross;  // runs across processes: its index among the cross links, if another process reads it
   };
+  static constexpr uint32_t kNotCross = ~0u;
   cache_vector<Target> target;
   // PFC (api/pfc.h): a router that pauses() gets each arrival's ingress port
   // and sends pause frames on its links' control lanes or to its rack.
@@ -411,7 +419,10 @@ struct alignas(kCacheLine) Engine::RouterNode final : Engine::Node {
   // A packet went onto the link of `port` at `now`: wake the router it leads to.
   void sent_on(PortId port, Timeslot now) {
     const Target& g = target[port];
-    if (!g.arrive) return;
+    if (!g.arrive) {  // to another core
+      if (g.cross != kNotCross) core->log_cross(now, g.cross);
+      return;
+    }
     const Timeslot at = now + g.link.latency;
     g.arrive[at & g.arrive_mask] |= g.bit;
     core->wake_soon(at, g.node);

@@ -1,6 +1,6 @@
 // The engine's side of runs across processes (partition.h): what it shows a
 // Partition, and its results folded together after the run.
-#include <cstring>
+#include <map>
 
 #include "api/params.h"
 #include "emulator/engine/engine.h"
@@ -22,10 +22,25 @@ void Engine::attach_partition() {
                                                &c->done_post[i].in_transit, &c->done_post[i].stop};
     view->cores.push_back(std::move(v));
   }
-  for (const CrossLinkInfo& l : cross_links_) view->links.push_back(PartitionView::CrossLink{l.from_core, l.to_core, l.link});
+  view->links = cross_links_;
+  // Sends on links between ranks are logged per timeslot (Core::cross_sent).
+  const Partition& part = *options_.partition;
+  const auto rank_of = [&](uint32_t core) { return core / part.cores_per_rank(); };
+  std::map<const Link*, uint32_t> cross_index;
+  for (uint32_t i = 0; i < cross_links_.size(); ++i)
+    if (rank_of(cross_links_[i].from_core) != rank_of(cross_links_[i].to_core)) cross_index[cross_links_[i].link] = i;
+  for (RouterNode* n : router_nodes_)
+    for (size_t p = 0; p < n->out.size(); ++p) {
+      const auto it = cross_index.find(n->out[p]);
+      if (it == cross_index.end()) continue;
+      n->target[p].cross = it->second;
+      n->core->cross_sent.resize(window_);
+    }
+  for (uint32_t c = 0; c < options_.cores; ++c) view->cores[c].cross_sent = &cores_[c]->cross_sent;
   auto core_of_endpoint = [&](EndpointId e) { return router_core_.at(topology_.endpoint_port.at(e).router); };
   for (MirroredState* m : traffic_->mirrored_state()) {
-    PartitionView::Item item{m, core_of_endpoint(m->writer()), {}};
+    PartitionView::Item item{m, {}, {}};
+    for (EndpointId e : m->writers()) item.writer_cores.push_back(core_of_endpoint(e));
     for (EndpointId e : m->readers()) item.reader_cores.push_back(core_of_endpoint(e));
     view->items.push_back(std::move(item));
   }

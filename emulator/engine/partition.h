@@ -43,6 +43,9 @@ struct PartitionView {
     std::atomic<Timeslot>* finished;
     std::vector<std::atomic<Timeslot>*> promise_to;  // by core
     DonePost done_post[4];
+    // Per timeslot (slot t % size), the indices into `links` of the links
+    // to another rank the core sent on: complete for timeslots before `next`.
+    const std::vector<std::vector<uint32_t>>* cross_sent;
   };
   struct CrossLink {
     uint32_t from_core, to_core;
@@ -50,10 +53,10 @@ struct PartitionView {
   };
   std::vector<Core> cores;
   std::vector<CrossLink> links;
-  // Traffic's cross-group state, with the core of each item's writer and readers.
+  // Traffic's cross-group state, with the cores of each item's writers and readers.
   struct Item {
     MirroredState* state;
-    uint32_t writer_core;
+    std::vector<uint32_t> writer_cores;
     std::vector<uint32_t> reader_cores;
   };
   std::vector<Item> items;
@@ -78,8 +81,8 @@ class Partition {
   virtual bool cores_share_cpus() const = 0;
   // One round of moving state, on the thread that started the run, while
   // the cores run: ships what the local cores published, applies what
-  // arrived.
-  virtual void pump() = 0;
+  // arrived. Returns whether anything moved (the caller backs off if not).
+  virtual bool pump() = 0;
   // After the local cores finished: ship the rest and wait until every rank
   // has (their last state applied).
   virtual void finish() = 0;

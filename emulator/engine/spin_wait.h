@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "api/packet.h"
@@ -29,6 +30,13 @@ inline void hand_off(const void* line) {
 #endif
 }
 
+// What a waiting core does meanwhile, on this thread (null: nothing). A run
+// across processes with one core per rank runs that core on the thread that
+// moves state between the ranks (partition.h); the core then moves it while
+// it waits, since what it waits for may be in a message not yet taken in.
+// Called from the slow paths below only (after the first spins).
+inline thread_local const std::function<void()>* wait_hook = nullptr;
+
 // One wait of a core for another. Plain re-reads first: `pause` alone costs
 // ~40 ns on recent Xeons, a third of a cross-core hand-off. A core with a CPU
 // of its own then only spins; one that shares (more engine threads than
@@ -36,6 +44,7 @@ inline void hand_off(const void* line) {
 // not get to run at all.
 inline void back_off(unsigned& spins, bool may_yield) {
   if (++spins < 64) return;
+  if (wait_hook) (*wait_hook)();
   if (spins < 256 || !may_yield)
     cpu_relax();
   else
@@ -51,6 +60,7 @@ inline Timeslot wait_until_far(const std::atomic<Timeslot>& value, Timeslot need
   for (;;) {
     const Timeslot v = value.load(std::memory_order_acquire);
     if (v >= need) return v;
+    if (wait_hook) (*wait_hook)();
     if (may_yield && ++rounds > 256) {
       std::this_thread::yield();
       continue;

@@ -90,6 +90,7 @@ inline void relax(unsigned& spins) {
     spin::cpu_relax();
     return;
   }
+  if (spin::wait_hook) (*spin::wait_hook)();  // the ACKs may be in a message from another process
   std::this_thread::yield();  // the group we wait for may share our CPU
 }
 

@@ -1,6 +1,7 @@
 // FlowTraffic in runs across processes (emulator/engine/partition.h): the
 // closed loop's cross-group state as MirroredState items, and the per-flow
 // results each process gathers for the one that writes the outputs.
+#include <algorithm>
 #include <stdexcept>
 
 #include "emulator/engine/serial.h"
@@ -11,38 +12,57 @@ namespace flexplane {
 
 namespace {
 
-// The ACKs one group's receivers send to another group's senders: drained
-// from the channel on the writer's side, appended and flagged in the
-// reader's mail on the reader's (what the writer's sink itself does).
-class ChannelMirror final : public MirroredState {
+// Every ACK on its way to one group's senders from groups in another
+// process. A writer's sink appends to its channel and flags the reader's
+// mail (closed_loop.cc); in a process that does not run the reader nobody
+// else reads that mail, so its bits say exactly which local writers' channels
+// hold ACKs to ship. apply() does in the reader's process what the writers'
+// sinks did: append, then flag.
+class InboxMirror final : public MirroredState {
  public:
-  ChannelMirror(ClosedLoopShared& sh, AckChannel* ch, uint32_t from, uint32_t to, EndpointId writer, EndpointId reader)
-      : sh_(sh), ch_(ch), from_(from), to_(to), writer_(writer), readers_{reader} {}
+  InboxMirror(ClosedLoopShared& sh, uint32_t reader, std::vector<EndpointId> writers, EndpointId reader_endpoint)
+      : sh_(sh), reader_(reader), writers_(std::move(writers)), readers_{reader_endpoint} {}
   Kind kind() const override { return Kind::kData; }
-  EndpointId writer() const override { return writer_; }
+  const std::vector<EndpointId>& writers() const override { return writers_; }
   const std::vector<EndpointId>& readers() const override { return readers_; }
   void collect(std::string& out) override {
-    ch_->drain(buf_);
-    if (buf_.empty()) return;
-    serial::Writer(out).vec(buf_);
-    buf_.clear();
+    std::atomic<uint64_t>* words = &sh_.mail[size_t{reader_} * sh_.mail_words];
+    serial::Writer w(out);
+    for (uint32_t i = 0; i < sh_.mail_words; ++i) {
+      if (!words[i].load(std::memory_order_relaxed)) continue;
+      for (uint64_t bits = words[i].exchange(0, std::memory_order_acq_rel); bits; bits &= bits - 1) {
+        const uint32_t from = i * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+        channel(from)->drain(buf_);
+        w.put(from);
+        w.vec(buf_);
+        buf_.clear();
+      }
+    }
   }
   void apply(const char* data, size_t n) override {
     serial::Reader r(data, n);
-    r.vec(buf_);
-    r.expect_end();
-    ch_->append(buf_);
-    buf_.clear();
-    sh_.mail[size_t{to_} * sh_.mail_words + from_ / 64].fetch_or(uint64_t{1} << (from_ % 64),
-                                                                 std::memory_order_release);
+    while (!r.done()) {
+      const uint32_t from = r.get<uint32_t>();
+      if (from >= sh_.num_groups) throw std::runtime_error("ACKs from group " + std::to_string(from) + ": no such group");
+      r.vec(buf_);
+      channel(from)->append(buf_);
+      buf_.clear();
+      sh_.mail[size_t{reader_} * sh_.mail_words + from / 64].fetch_or(uint64_t{1} << (from % 64),
+                                                                     std::memory_order_release);
+    }
   }
 
  private:
+  AckChannel* channel(uint32_t from) const {  // in_refs of the reader: sorted by writer
+    const ChannelRef* first = sh_.in_refs.data() + sh_.in_begin[reader_];
+    const ChannelRef* last = sh_.in_refs.data() + sh_.in_begin[reader_ + 1];
+    const ChannelRef* c = std::lower_bound(first, last, from, [](const ChannelRef& ref, uint32_t g) { return ref.group < g; });
+    if (c == last || c->group != from) throw std::runtime_error("ACKs from group " + std::to_string(from) + ": no channel");
+    return c->channel;
+  }
   ClosedLoopShared& sh_;
-  AckChannel* ch_;
-  uint32_t from_, to_;
-  EndpointId writer_;
-  std::vector<EndpointId> readers_;
+  uint32_t reader_;
+  std::vector<EndpointId> writers_, readers_;
   std::vector<AckMsg> buf_;
 };
 
@@ -51,9 +71,9 @@ class ChannelMirror final : public MirroredState {
 class ProgressMirror final : public MirroredState {
  public:
   ProgressMirror(GroupProgress& p, EndpointId writer, std::vector<EndpointId> readers)
-      : p_(p), writer_(writer), readers_(std::move(readers)) {}
+      : p_(p), writers_{writer}, readers_(std::move(readers)) {}
   Kind kind() const override { return Kind::kWatermark; }
-  EndpointId writer() const override { return writer_; }
+  const std::vector<EndpointId>& writers() const override { return writers_; }
   const std::vector<EndpointId>& readers() const override { return readers_; }
   void collect(std::string& out) override {
     const Timeslot v = p_.delivered_before.load(std::memory_order_acquire);
@@ -71,9 +91,15 @@ class ProgressMirror final : public MirroredState {
  private:
   GroupProgress& p_;
   Timeslot sent_ = 0;
-  EndpointId writer_;
-  std::vector<EndpointId> readers_;
+  std::vector<EndpointId> writers_, readers_;
 };
+
+// The lowest endpoint of each group.
+std::vector<EndpointId> first_endpoints(const ClosedLoopShared& sh) {
+  std::vector<EndpointId> first(sh.num_groups, 0);
+  for (EndpointId e = static_cast<EndpointId>(sh.group_of.size()); e-- > 0;) first[sh.group_of[e]] = e;
+  return first;
+}
 
 void put_histogram(serial::Writer& w, const WaitHistogram& h) { w.vec(h.counts); }
 void get_histogram(serial::Reader& r, WaitHistogram& h) {
@@ -89,16 +115,13 @@ std::vector<MirroredState*> FlowTraffic::mirrored_state() {
   ClosedLoopShared* sh = closed_loop_.get();
   if (!sh) return out;  // open loop: groups share nothing outside the network
   if (mirrors_.empty()) {
-    std::vector<EndpointId> first(sh->num_groups, 0);  // an endpoint of each group
-    for (EndpointId e = static_cast<EndpointId>(sh->group_of.size()); e-- > 0;) first[sh->group_of[e]] = e;
-    for (uint32_t w = 0; w < sh->num_groups; ++w) {
-      std::vector<EndpointId> readers;
-      for (uint32_t i = sh->out_begin[w]; i < sh->out_begin[w + 1]; ++i) {
-        const ChannelRef& c = sh->out_refs[i];
-        mirrors_.push_back(std::make_unique<ChannelMirror>(*sh, c.channel, w, c.group, first[w], first[c.group]));
-        readers.push_back(first[c.group]);
-      }
-      if (!readers.empty()) mirrors_.push_back(std::make_unique<ProgressMirror>(sh->progress[w], first[w], readers));
+    const std::vector<EndpointId> first = first_endpoints(*sh);
+    for (uint32_t g = 0; g < sh->num_groups; ++g) {
+      std::vector<EndpointId> writers, readers;
+      for (uint32_t i = sh->in_begin[g]; i < sh->in_begin[g + 1]; ++i) writers.push_back(first[sh->in_refs[i].group]);
+      for (uint32_t i = sh->out_begin[g]; i < sh->out_begin[g + 1]; ++i) readers.push_back(first[sh->out_refs[i].group]);
+      if (!writers.empty()) mirrors_.push_back(std::make_unique<InboxMirror>(*sh, g, std::move(writers), first[g]));
+      if (!readers.empty()) mirrors_.push_back(std::make_unique<ProgressMirror>(sh->progress[g], first[g], std::move(readers)));
     }
   }
   for (auto& m : mirrors_) out.push_back(m.get());
@@ -126,10 +149,9 @@ void FlowTraffic::pack_results(const std::vector<bool>& local, std::string& out)
   w.put(~uint32_t{0});
   w.put(unexpected_arrivals());
   if (!sh) return;
+  const std::vector<EndpointId> first = first_endpoints(*sh);
   for (uint32_t g = 0; g < sh->num_groups; ++g) {
-    EndpointId e = 0;
-    while (sh->group_of[e] != g) ++e;
-    if (!local.at(e)) continue;
+    if (!local.at(first[g])) continue;
     w.put(g);
     const AckQueueStats& a = sh->ack_stats[g].s;
     w.put(a.acks), w.put(a.lost), w.put(a.waited), w.put(a.waited_nic), w.put(a.max_wait), w.put(a.unqueued);

@@ -70,20 +70,22 @@ class TrafficSink {
   virtual void deliver(const Packet* pkts, uint32_t n, Timeslot now) = 0;
 };
 
-// State that one endpoint group writes and others read outside the network
-// (closed loop: ACKs on their way back, a group's progress). Where the
-// engine runs groups in other processes (emulator/engine/partition.h) it
-// copies each item from its writer's process to its readers': collect() on
-// the writer's side appends what is new since the last call, apply() on a
-// reader's side takes that in. Watermarks (a value that only grows and says
-// that data before it is complete) are collected before any data and
-// applied after it. Items know nothing of processes.
+// State that endpoint groups write and others read outside the network
+// (closed loop: the ACKs on their way back to a group, a group's progress).
+// Where the engine runs groups in other processes
+// (emulator/engine/partition.h) it copies each item from the processes of
+// its writers to those of its readers: collect() in a process that runs
+// some writer and no reader appends what that process's writers added
+// since the last call, apply() in a reader's process takes that in.
+// Watermarks (a value that only grows and says that data before it is
+// complete) are collected before any data and applied after it. Items know
+// nothing of processes.
 class MirroredState {
  public:
   enum class Kind { kData, kWatermark };
   virtual ~MirroredState() = default;
   virtual Kind kind() const = 0;
-  virtual EndpointId writer() const = 0;                   // an endpoint of the writing group
+  virtual const std::vector<EndpointId>& writers() const = 0;  // an endpoint of each writing group
   virtual const std::vector<EndpointId>& readers() const = 0;  // an endpoint of each reading group
   virtual void collect(std::string& out) = 0;
   virtual void apply(const char* data, size_t n) = 0;

@@ -22,7 +22,7 @@ constexpr int kTag = 7101;
 // A message is a run of records; data records come before watermark
 // records (MpiPartition::send_round), and are applied in that order.
 enum Record : uint8_t {
-  kLinkSlots = 1,  // u32 link, u32 n, n x (arrival, Packet)
+  kLinkSlot = 1,   // u32 link, arrival, Packet
   kItem = 2,       // u32 item, u32 bytes, bytes (MirroredState::apply)
   kCoreMarks = 3,  // u32 core, next, finished, u32 n, n promises (by core)
   kDonePost = 4,   // u32 core, u8 slot, tag, busy, in_transit, u8 stop
@@ -115,8 +115,11 @@ MpiPartition::MpiPartition(uint32_t cores_per_rank) : cores_per_rank_(cores_per_
   local_rank_ = static_cast<uint32_t>(lr);
   local_size_ = static_cast<uint32_t>(ls);
   const size_t cpus = allowed_cpus().size();
-  share_cpus_ = cpus < size_t{local_size_} * (cores_per_rank_ + 1);
-  launcher_ = std::make_unique<MpiLauncher>(local_rank_, cores_per_rank_ + 1, !share_cpus_);
+  // Threads per rank: its cores and the thread that calls MPI, which runs
+  // the core itself when there is one (Engine::run).
+  const uint32_t threads = cores_per_rank_ == 1 ? 1 : cores_per_rank_ + 1;
+  share_cpus_ = cpus < size_t{local_size_} * threads;
+  launcher_ = std::make_unique<MpiLauncher>(local_rank_, threads, !share_cpus_);
   out_.resize(ranks_);
 }
 
@@ -127,17 +130,25 @@ void MpiPartition::attach(const PartitionView* view) {
   const uint32_t cores = static_cast<uint32_t>(view->cores.size());
   rank_of_core_.resize(cores);
   for (uint32_t c = 0; c < cores; ++c) rank_of_core_[c] = c / cores_per_rank_;
-  link_shipped_.assign(view->links.size(), 0);
+  core_shipped_.assign(cores, 0);
+  // An item is collected here if some writer runs here and no reader does
+  // (a reader here takes the writers' additions itself), and sent to every
+  // rank that runs a reader.
   item_ranks_.assign(view->items.size(), {});
-  for (size_t i = 0; i < view->items.size(); ++i) {
+  ship_data_.clear();
+  ship_marks_.clear();
+  for (uint32_t i = 0; i < view->items.size(); ++i) {
     const auto& it = view->items[i];
-    if (rank_of_core_[it.writer_core] != rank_) continue;
-    for (uint32_t c : it.reader_cores) {
-      const uint32_t r = rank_of_core_[c];
-      if (r == rank_) continue;
-      auto& v = item_ranks_[i];
-      if (std::find(v.begin(), v.end(), r) == v.end()) v.push_back(r);
-    }
+    const auto here = [&](uint32_t c) { return rank_of_core_[c] == rank_; };
+    if (std::none_of(it.writer_cores.begin(), it.writer_cores.end(), here)) continue;
+    if (std::any_of(it.reader_cores.begin(), it.reader_cores.end(), here) &&
+        it.state->kind() == MirroredState::Kind::kData)
+      continue;  // data a local reader takes: collecting it here would steal it
+    auto& v = item_ranks_[i];
+    for (uint32_t c : it.reader_cores)
+      if (!here(c) && std::find(v.begin(), v.end(), rank_of_core_[c]) == v.end()) v.push_back(rank_of_core_[c]);
+    if (v.empty()) continue;
+    (it.state->kind() == MirroredState::Kind::kData ? ship_data_ : ship_marks_).push_back(i);
   }
   sent_.clear();
   for (uint32_t r = 0; r < ranks_; ++r) {
@@ -212,37 +223,22 @@ bool MpiPartition::send_round(bool final_round) {
     }
   };
   std::vector<std::string> item_marks(ranks_);
-  for (uint32_t i = 0; i < view_->items.size(); ++i)
-    if (!item_ranks_[i].empty() && view_->items[i].state->kind() == MirroredState::Kind::kWatermark)
-      add_item(item_marks, i);
+  for (uint32_t i : ship_marks_) add_item(item_marks, i);
   // 2. Data: the slots local cores wrote on links to other ranks, for sends
-  //    before their snapshotted watermark, and traffic's data.
-  for (uint32_t i = 0; i < view_->links.size(); ++i) {
-    const PartitionView::CrossLink& l = view_->links[i];
-    const uint32_t to = rank_of_core_[l.to_core];
-    if (rank_of_core_[l.from_core] != rank_ || to == rank_) continue;
-    const Timeslot until = snap[l.from_core].next;
-    Timeslot& from = link_shipped_[i];
-    if (until <= from) continue;
-    const Link::View v = l.link->view();
-    uint32_t n = 0;
-    std::string slots;
-    serial::Writer sw(slots);
-    for (Timeslot t = from; t < until; ++t) {
-      const Timeslot a = t + v.latency;
-      const Link::Slot& s = v.slots[a & v.mask];
-      if (s.stamp != a) continue;
-      sw.put(a), sw.put(s.pkt);
-      ++n;
-    }
-    from = until;
-    if (!n) continue;
-    serial::Writer w(out_[to]);
-    w.put(kLinkSlots), w.put(i), w.put(n);
-    out_[to] += slots;
+  //    before their snapshotted watermark (their log says which), and
+  //    traffic's data.
+  for (uint32_t c = 0; c < cores; ++c) {
+    const std::vector<std::vector<uint32_t>>& sent = *view_->cores[c].cross_sent;
+    if (rank_of_core_[c] != rank_ || sent.empty()) continue;
+    for (Timeslot& t = core_shipped_[c]; t < snap[c].next; ++t)
+      for (uint32_t i : sent[t & (sent.size() - 1)]) {
+        const Link::View v = view_->links[i].link->view();
+        const Timeslot a = t + v.latency;
+        serial::Writer w(out_[rank_of_core_[view_->links[i].to_core]]);
+        w.put(kLinkSlot), w.put(i), w.put(a), w.put(v.slots[a & v.mask].pkt);
+      }
   }
-  for (uint32_t i = 0; i < view_->items.size(); ++i)
-    if (!item_ranks_[i].empty() && view_->items[i].state->kind() == MirroredState::Kind::kData) add_item(out_, i);
+  for (uint32_t i : ship_data_) add_item(out_, i);
   // 3. One message per rank: data, traffic's watermarks, the engine's.
   bool any = false;
   for (uint32_t r = 0; r < ranks_; ++r) {
@@ -258,8 +254,6 @@ bool MpiPartition::send_round(bool final_round) {
     check(MPI_Isend(p->buf.data(), static_cast<int>(p->buf.size()), MPI_BYTE, static_cast<int>(r), kTag,
                     MPI_COMM_WORLD, &p->req),
           "MPI_Isend");
-    bytes_sent_ += p->buf.size();
-    ++messages_sent_;
     pending_.push_back(std::move(p));
     any = true;
   }
@@ -287,16 +281,14 @@ void MpiPartition::apply(const char* data, size_t n, int from) {
   while (!r.done()) {
     const uint8_t rec = r.get<uint8_t>();
     switch (rec) {
-      case kLinkSlots: {
-        const uint32_t i = r.get<uint32_t>(), cnt = r.get<uint32_t>();
+      case kLinkSlot: {
+        const uint32_t i = r.get<uint32_t>();
         if (i >= view_->links.size()) throw std::runtime_error("MPI: link out of range");
         const Link::View v = view_->links[i].link->view();
-        for (uint32_t k = 0; k < cnt; ++k) {
-          const Timeslot a = r.get<Timeslot>();
-          Link::Slot& s = v.slots[a & v.mask];
-          s.pkt = r.get<Packet>();
-          s.stamp = a;
-        }
+        const Timeslot a = r.get<Timeslot>();
+        Link::Slot& s = v.slots[a & v.mask];
+        s.pkt = r.get<Packet>();
+        s.stamp = a;
         break;
       }
       case kItem: {
@@ -354,24 +346,11 @@ void MpiPartition::complete_sends(bool wait) {
   }
 }
 
-void MpiPartition::pump() {
+bool MpiPartition::pump() {
   const bool sent = send_round(false);
   const bool got = receive_all();
   complete_sends(false);
-  if (sent || got) {
-    idle_rounds_ = 0;
-    return;
-  }
-  // Nothing moved: wait a little, more when the CPUs are shared (the cores
-  // this rank waits for may need this one's CPU).
-  // Yield, not sleep: a core of this rank waiting for a peer's data is
-  // waiting for this thread (a sleep here made a k = 16 run 50x slower).
-  if (++idle_rounds_ > 16) {
-    if (share_cpus_)
-      std::this_thread::yield();
-    else
-      for (int i = 0; i < 64; ++i) spin::cpu_relax();
-  }
+  return sent || got;
 }
 
 void MpiPartition::finish() {

@@ -37,14 +37,11 @@ class MpiPartition final : public Partition {
   void attach(const PartitionView* view) override;
   CoreLauncher& launcher() override { return *launcher_; }
   bool cores_share_cpus() const override { return share_cpus_; }
-  void pump() override;
+  bool pump() override;
   void finish() override;
   std::vector<std::string> gather(const std::string& mine) override;
   [[noreturn]] void abort(const std::string& why) override;
 
-  // Bytes and messages sent to other ranks so far (metadata, docs).
-  uint64_t bytes_sent() const { return bytes_sent_; }
-  uint64_t messages_sent() const { return messages_sent_; }
 
  private:
   struct Sent;  // what was last sent to one rank
@@ -59,8 +56,9 @@ class MpiPartition final : public Partition {
   std::unique_ptr<CoreLauncher> launcher_;
   const PartitionView* view_ = nullptr;
   std::vector<uint32_t> rank_of_core_;
-  std::vector<Timeslot> link_shipped_;              // by cross link: sends before this were shipped
-  std::vector<std::vector<uint32_t>> item_ranks_;   // by item: the other ranks that read it
+  std::vector<Timeslot> core_shipped_;              // by core: its sends before this were shipped
+  std::vector<std::vector<uint32_t>> item_ranks_;   // by item: the ranks it is sent to from here
+  std::vector<uint32_t> ship_data_, ship_marks_;    // items collected here, by kind
   std::vector<std::unique_ptr<Sent>> sent_;         // by rank
   struct Pending {
     MPI_Request req;
@@ -70,8 +68,7 @@ class MpiPartition final : public Partition {
   std::vector<std::string> out_;  // by rank: this round's message
   std::string recv_buf_;
   uint32_t done_from_ = 0;
-  unsigned idle_rounds_ = 0;
-  uint64_t bytes_sent_ = 0, messages_sent_ = 0;
+
 };
 
 }  // namespace flexplane
