@@ -69,7 +69,7 @@ run: {{duration_ms: 6, drain_ms: 200, occupancy_interval_us: 12}}
 """,
 }
 # metadata.yaml fields that may differ: how long things took, and how the run was split.
-TIMING = {"wall_seconds", "peak_rss_mb", "phase_seconds"}
+TIMING = {"wall_seconds", "peak_rss_mb", "peak_rss_mb_by_rank", "phase_seconds"}
 
 
 def run(cfg: Path, out: Path, ranks: int, cores: int) -> None:
@@ -85,7 +85,7 @@ def metadata(out: Path) -> dict:
     for k in ("cores", "ranks"):
         m.pop(k, None)
     for k in TIMING:
-        m["results"].pop(k)
+        m["results"].pop(k, None)
     return m
 
 
@@ -108,6 +108,7 @@ def test_ranks_give_the_outputs_of_one_process(case: str, tmp_path: Path) -> Non
             assert (out / f).read_bytes() == (ref / f).read_bytes(), f"{f} differs with {ranks} ranks x {cores} cores"
         meta = yaml.safe_load((out / "metadata.yaml").read_text())
         assert meta["ranks"] == ranks and meta["cores"] == cores
+        assert len(meta["results"]["peak_rss_mb_by_rank"]) == ranks and min(meta["results"]["peak_rss_mb_by_rank"]) > 0
         assert metadata(out) == metadata(ref)
 
 

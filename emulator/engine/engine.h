@@ -83,8 +83,7 @@ struct EngineOptions {
 // One router's results as another process ran it (Engine::unpack_results):
 // what the output writers read of it.
 struct RouterResults {
-  uint16_t ports = 0, queues = 0;
-  std::vector<QueueCounters> counters;  // [port * queues + queue]
+  std::vector<QueueCounters> counters;  // [port * queues_per_port + queue], as in its bank
   std::vector<uint32_t> backlog_pkts;
   std::vector<uint64_t> backlog_bytes;
   RouterLosses losses;

@@ -50,17 +50,17 @@ void Engine::attach_partition() {
 
 QueueCounters Engine::queue_counters(uint32_t i, PortId p, QueueId q) const {
   if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
-    return r->counters.at(size_t{p} * r->queues + q);
+    return r->counters.at(size_t{p} * queues_per_port(i) + q);
   return routers_[i]->bank().counters(p, q);
 }
 uint32_t Engine::backlog_packets(uint32_t i, PortId p, QueueId q) const {
   if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
-    return r->backlog_pkts.at(size_t{p} * r->queues + q);
+    return r->backlog_pkts.at(size_t{p} * queues_per_port(i) + q);
   return routers_[i]->bank().packets(p, q);
 }
 uint64_t Engine::backlog_bytes(uint32_t i, PortId p, QueueId q) const {
   if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
-    return r->backlog_bytes.at(size_t{p} * r->queues + q);
+    return r->backlog_bytes.at(size_t{p} * queues_per_port(i) + q);
   return routers_[i]->bank().bytes(p, q);
 }
 uint16_t Engine::queues_per_port(uint32_t i) const { return routers_[i]->bank().queues_per_port(); }
@@ -73,6 +73,7 @@ const RouterLosses& Engine::router_losses(uint32_t i) const {
 // Layout: per local router (id, ports, queues, counters, backlogs, losses,
 // link losses, occupancy trace), then per local core (events, scheme stats).
 void Engine::pack_results(std::string& out) const {
+  if (!options_.partition) throw std::logic_error("engine: pack_results needs a partition");
   serial::Writer w(out);
   uint32_t n = 0;
   for (uint32_t i = 0; i < num_routers(); ++i) n += runs_router(i);
@@ -120,9 +121,10 @@ void Engine::unpack_results(const std::string& in) {
     const uint32_t i = r.get<uint32_t>();
     if (i >= num_routers()) throw std::runtime_error("results: router " + std::to_string(i) + " out of range");
     auto res = std::make_unique<RouterResults>();
-    res->ports = r.get<uint16_t>();
-    res->queues = r.get<uint16_t>();
-    const size_t cells = size_t{res->ports} * res->queues;
+    const uint16_t ports = r.get<uint16_t>(), queues = r.get<uint16_t>();
+    if (ports != num_ports(i) || queues != queues_per_port(i))
+      throw std::runtime_error("results: router " + std::to_string(i) + " has another shape on another rank");
+    const size_t cells = size_t{ports} * queues;
     for (size_t c = 0; c < cells; ++c) {
       res->counters.push_back(r.get<QueueCounters>());
       res->backlog_pkts.push_back(r.get<uint32_t>());

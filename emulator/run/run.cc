@@ -201,6 +201,11 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   y << YAML::Key << "router_packet_hops" << YAML::Value << s.router_packet_hops;
   y << YAML::Key << "wall_seconds" << YAML::Value << s.wall_seconds;
   y << YAML::Key << "peak_rss_mb" << YAML::Value << s.peak_rss_mb;
+  if (s.ranks > 1) {  // each rank's, as it sent its results (rank 0's before writing the outputs)
+    y << YAML::Key << "peak_rss_mb_by_rank" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (double m : s.peak_rss_mb_by_rank) y << m;
+    y << YAML::EndSeq;
+  }
   const RunSummary::Phases& ph = s.phase_seconds;
   y << YAML::Key << "phase_seconds" << YAML::Value << YAML::Flow << YAML::BeginMap;
   y << YAML::Key << "before" << YAML::Value << ph.before << YAML::Key << "setup" << YAML::Value << ph.setup;
@@ -217,6 +222,44 @@ void write_metadata(const std::string& path, const RunConfig& c, const std::vect
   std::ofstream out(path);
   out << "# flexplane run metadata (docs/output-format.md)\n" << text << "\n";
   if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+double peak_rss_mb() {
+  rusage ru{};
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? static_cast<double>(ru.ru_maxrss) / 1024.0 : 0;  // KiB on Linux
+}
+
+// Runs across processes, after the run: each rank's share of the results
+// (the engine's, the traffic's, its peak RSS so far) to rank 0, which folds
+// them in. Returns whether this is rank 0 (the one that writes the outputs).
+bool gather_results(const RunConfig& c, Engine& engine, FlowTraffic& traffic, Partition& partition,
+                    std::vector<double>* rss_by_rank) {
+  std::vector<bool> local(c.topology.num_endpoints);
+  for (EndpointId e = 0; e < c.topology.num_endpoints; ++e)
+    local[e] = engine.runs_router(c.topology.endpoint_port[e].router);
+  std::string engine_part, traffic_part, mine;
+  engine.pack_results(engine_part);
+  traffic.pack_results(local, traffic_part);
+  serial::Writer w(mine);
+  for (const std::string* part : {&engine_part, &traffic_part}) {
+    w.put(static_cast<uint64_t>(part->size()));
+    mine += *part;
+  }
+  w.put(peak_rss_mb());
+  const std::vector<std::string> all = partition.gather(mine);
+  if (partition.rank() != 0) return false;
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    serial::Reader in(all[r]);
+    uint64_t n = in.get<uint64_t>();
+    const char* engine_bytes = in.bytes(n);
+    if (r) engine.unpack_results(std::string(engine_bytes, n));
+    n = in.get<uint64_t>();
+    const char* traffic_bytes = in.bytes(n);
+    if (r) traffic.unpack_results(std::string(traffic_bytes, n));
+    rss_by_rank->push_back(in.get<double>());
+    in.expect_end();
+  }
+  return true;
 }
 
 }  // namespace
@@ -253,31 +296,9 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress, Partition
   const double t_outputs = now_s();
 
   RunSummary s;
-  if (partition) {  // each rank's share of the results, to rank 0: the engine's, then the traffic's
-    std::vector<bool> local(c.topology.num_endpoints);
-    for (EndpointId e = 0; e < c.topology.num_endpoints; ++e)
-      local[e] = engine.runs_router(c.topology.endpoint_port[e].router);
-    std::string engine_part, traffic_part, mine;
-    engine.pack_results(engine_part);
-    traffic.pack_results(local, traffic_part);
-    serial::Writer w(mine);
-    for (const std::string* part : {&engine_part, &traffic_part}) {
-      w.put(static_cast<uint64_t>(part->size()));
-      mine += *part;
-    }
-    const std::vector<std::string> all = partition->gather(mine);
-    if (!writes) {
-      s.output_dir = c.output_dir;
-      return s;
-    }
-    for (uint32_t r = 1; r < all.size(); ++r) {
-      serial::Reader in(all[r]);
-      uint64_t n = in.get<uint64_t>();
-      engine.unpack_results(std::string(in.bytes(n), n));
-      n = in.get<uint64_t>();
-      traffic.unpack_results(std::string(in.bytes(n), n));
-      in.expect_end();
-    }
+  if (partition && !gather_results(c, engine, traffic, *partition, &s.peak_rss_mb_by_rank)) {
+    s.output_dir = c.output_dir;  // not rank 0: the outputs are rank 0's to write
+    return s;
   }
   s.ranks = partition ? partition->ranks() : 1;
   s.phase_seconds.before = before;
@@ -325,8 +346,7 @@ RunSummary execute_run(const RunConfig& c, const ProgressFn& progress, Partition
     s.collective = write_collective_csv((dir / "collective.csv").string(), c.network.timeslot_ns(), traffic);
   }
   write_engine_outputs(c.output_dir, engine, opt, occupancy_file, traffic.unexpected_arrivals(), events);
-  rusage ru{};
-  if (getrusage(RUSAGE_SELF, &ru) == 0) s.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+  s.peak_rss_mb = peak_rss_mb();
   s.phase_seconds.outputs = now_s() - t_outputs;  // all but metadata.yaml itself
   write_metadata((dir / "metadata.yaml").string(), c, resolved, stamping.priority, wstats, s);
   return s;

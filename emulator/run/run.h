@@ -15,6 +15,7 @@ namespace flexplane {
 struct RunSummary {
   uint64_t flows = 0;
   uint32_t ranks = 1;  // processes the run was split across (docs/mpi.md)
+  std::vector<double> peak_rss_mb_by_rank;  // ranks > 1: each one's peak RSS when it sent its results
   uint64_t finished = 0;
   uint64_t unfinished_lost = 0;        // a packet was dropped: open loop never resends it
   uint64_t unfinished_in_flight = 0;   // still being sent or queued when the run ended
