@@ -90,10 +90,14 @@ void Engine::build(Traffic& traffic) {
   }
 
   // Same-core links only need latency + 1 slots (smaller, cache-hot wheels);
-  // cross-core links need room for the allowed lead.
+  // cross-core links need room for the allowed lead. Across processes, a
+  // link between two other processes' cores is never touched here: the
+  // smallest wheel.
+  const Partition* part = options_.partition;
   auto new_link = [&](uint32_t latency, uint32_t from_core, uint32_t to_core) {
+    const bool touched_here = !part || part->runs_core(from_core) || part->runs_core(to_core);
     links_.push_back(std::make_unique<Link>());
-    links_.back()->init(latency, from_core == to_core ? next_pow2(latency + 1) : window_);
+    links_.back()->init(latency, from_core == to_core || !touched_here ? next_pow2(latency + 1) : window_);
     return links_.back().get();
   };
 
