@@ -33,7 +33,7 @@ void Engine::run_core(Core& core, Timeslot begin) {
   const bool real_time = options_.clock == Clock::kRealTime;
   const bool timed = options_.time_timeslots;
   const bool has_neighbours = !core.upstream.empty() || !core.downstream.empty();  // they read `next`
-  const bool check_done = options_.stop_when_done || options_.partition;  // partitions stop on interrupts there
+  const bool check_done = options_.stop_when_done;
   const bool skip_idle = options_.skip_idle;
   const Timeslot sample_every = options_.occupancy_interval;
   if (skip_idle)  // everyone runs the first timeslot and says whether it needs the next
@@ -138,16 +138,11 @@ bool Engine::done_check(Core& core, Timeslot t) {
   Core::DonePost& mine = core.done_post[j % 4];
   mine.busy = 0;
   mine.in_transit = 0;
-  mine.stop = stop_asked_.load(std::memory_order_relaxed);
-  if (options_.stop_when_done)
-    for (auto& n : core.nodes) mine.busy += n->busy_after(t, &mine.in_transit);
-  else
-    mine.busy = 1;  // only here for interrupts (a partitioned run)
+  for (auto& n : core.nodes) mine.busy += n->busy_after(t, &mine.in_transit);
   mine.tag.store(j, std::memory_order_release);
   if (j == first_done_check_) return false;  // no earlier checkpoint in this run
   uint64_t busy = 0;
   int64_t in_transit = 0;
-  bool interrupted = false;
   for (auto& c : cores_) {
     if (c->nodes.empty()) continue;  // not running
     const Core::DonePost& p = c->done_post[(j - 1) % 4];
@@ -155,11 +150,10 @@ bool Engine::done_check(Core& core, Timeslot t) {
     while (p.tag.load(std::memory_order_acquire) != j - 1) spin::back_off(spins, core.may_yield);
     busy += p.busy;
     in_transit += p.in_transit;
-    interrupted |= p.stop != 0;
   }
-  if (!interrupted && (busy || in_transit)) return false;
+  if (busy || in_transit) return false;
   const Timeslot stop = t + 1;
-  if (!interrupted) done_at_.store(stop, std::memory_order_relaxed);
+  done_at_.store(stop, std::memory_order_relaxed);
   Timeslot cur = end_.load();
   while (stop < cur && !end_.compare_exchange_weak(cur, stop)) {
   }
@@ -167,10 +161,9 @@ bool Engine::done_check(Core& core, Timeslot t) {
 }
 
 void Engine::request_stop() {
-  if (options_.partition) {  // every rank must stop at the same timeslot: done_check carries it
-    stop_asked_.store(true, std::memory_order_relaxed);
-    return;
-  }
+  // Across processes the ranks would have to agree on the timeslot; no
+  // caller asks there (virtual-time runs end at their end, or when done).
+  if (options_.partition) throw std::logic_error("engine: request_stop across processes");
   // Cores are at most one window apart: stopping one window past the fastest
   // core is a timeslot every core can still reach.
   Timeslot fastest = 0;
@@ -205,7 +198,7 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
   done_at_.store(0);
   stopped_when_done_ = false;
   Partition* const part = options_.partition;
-  if (options_.stop_when_done || part) {
+  if (options_.stop_when_done) {
     if (options_.done_check_interval < 1) throw ConfigError("engine: done_check_interval must be >= 1");
     const Timeslot interval = options_.done_check_interval;
     const Timeslot first = (begin + interval) / interval * interval - 1;  // the first T_j >= begin

@@ -271,9 +271,6 @@ class Engine {
   std::atomic<Timeslot> done_at_{0};  // stop when done: the timeslot the run stops at (0: not done)
   uint64_t first_done_check_ = 0;     // index of this run's first checkpoint (nothing to decide there)
   bool stopped_when_done_ = false;
-  // Runs across processes: an interrupt here, carried to every rank in the
-  // stop-when-done posts (done_check), so all stop at one timeslot.
-  std::atomic<bool> stop_asked_{false};
   Traffic* traffic_ = nullptr;
   std::vector<PartitionView::CrossLink> cross_links_;  // links between cores
   std::unique_ptr<PartitionView> partition_view_;

@@ -90,7 +90,6 @@ struct Engine::Core {
     std::atomic<uint64_t> tag{~uint64_t{0}};
     uint64_t busy = 0;
     int64_t in_transit = 0;
-    uint8_t stop = 0;  // runs across processes: an interrupt was asked for on this core's process
   };
   DonePost done_post[4];
   Timeslot next_done_check = ~Timeslot{0};

@@ -19,7 +19,7 @@ void Engine::attach_partition() {
     for (uint32_t d = 0; d < options_.cores; ++d) v.promise_to.push_back(&c->promise_to[d].before);
     for (int i = 0; i < 4; ++i)
       v.done_post[i] = PartitionView::DonePost{&c->done_post[i].tag, &c->done_post[i].busy,
-                                               &c->done_post[i].in_transit, &c->done_post[i].stop};
+                                               &c->done_post[i].in_transit};
     view->cores.push_back(std::move(v));
   }
   view->links = cross_links_;

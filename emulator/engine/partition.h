@@ -36,7 +36,6 @@ struct PartitionView {
     std::atomic<uint64_t>* tag;
     uint64_t* busy;
     int64_t* in_transit;
-    uint8_t* stop;
   };
   struct Core {
     std::atomic<Timeslot>* next;
@@ -88,8 +87,6 @@ class Partition {
   virtual void finish() = 0;
   // Results: every rank's bytes, in rank order, on rank 0 (others: empty).
   virtual std::vector<std::string> gather(const std::string& mine) = 0;
-  // A clear error on every rank (e.g. a bad config seen by one): ends the job.
-  [[noreturn]] virtual void abort(const std::string& why) = 0;
 };
 
 }  // namespace flexplane

@@ -25,7 +25,7 @@ enum Record : uint8_t {
   kLinkSlot = 1,   // u32 link, arrival, Packet
   kItem = 2,       // u32 item, u32 bytes, bytes (MirroredState::apply)
   kCoreMarks = 3,  // u32 core, next, finished, u32 n, n promises (by core)
-  kDonePost = 4,   // u32 core, u8 slot, tag, busy, in_transit, u8 stop
+  kDonePost = 4,   // u32 core, u8 slot, tag, busy, in_transit
   kDone = 5,       // the sender's cores have finished; nothing follows from it
 };
 
@@ -195,10 +195,9 @@ bool MpiPartition::send_round(bool final_round) {
         if (tag == s.post_tag[c][slot] || tag == ~uint64_t{0}) continue;
         const uint64_t busy = *p.busy;
         const int64_t in_transit = *p.in_transit;
-        const uint8_t stop = *p.stop;
         if (p.tag->load(std::memory_order_acquire) != tag) continue;  // rewritten meanwhile: next round
         s.post_tag[c][slot] = tag;
-        w.put(kDonePost), w.put(c), w.put(slot), w.put(tag), w.put(busy), w.put(in_transit), w.put(stop);
+        w.put(kDonePost), w.put(c), w.put(slot), w.put(tag), w.put(busy), w.put(in_transit);
       }
       if (snap[c].next != s.next[c] || snap[c].finished != s.finished[c] || snap[c].promise != s.promise[c]) {
         s.next[c] = snap[c].next;
@@ -317,7 +316,6 @@ void MpiPartition::apply(const char* data, size_t n, int from) {
         const uint64_t tag = r.get<uint64_t>();
         *p.busy = r.get<uint64_t>();
         *p.in_transit = r.get<int64_t>();
-        *p.stop = r.get<uint8_t>();
         p.tag->store(tag, std::memory_order_release);
         break;
       }

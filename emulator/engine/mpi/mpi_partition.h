@@ -40,11 +40,12 @@ class MpiPartition final : public Partition {
   bool pump() override;
   void finish() override;
   std::vector<std::string> gather(const std::string& mine) override;
-  [[noreturn]] void abort(const std::string& why) override;
 
 
  private:
   struct Sent;  // what was last sent to one rank
+  // A clear error from this rank, then the whole job ends (MPI_Abort).
+  [[noreturn]] void abort(const std::string& why);
   bool send_round(bool final_round);
   bool receive_all();
   void apply(const char* data, size_t n, int from);
