@@ -322,14 +322,17 @@ int main(int argc, char** argv) {
       for (RunConfig* r : selected) prepare_output_dir(r->output_dir);
     for (RunConfig* rp : selected) {
       RunConfig& r = *rp;
+      const std::string cores = mpi.size > 1 ? std::to_string(mpi.size) + " ranks x " + std::to_string(r.cores) + " core(s)"
+                                             : std::to_string(r.cores) + " core(s)";
       if (!quiet && r.workload.kind == WorkloadKind::kCollective)  // no arrival window: the sends wait for each other
-        std::fprintf(stderr, "%s: %u endpoints, %zu routers, a collective capped at %.3f ms, %u core(s)\n",
+        std::fprintf(stderr, "%s: %u endpoints, %zu routers, a collective capped at %.3f ms, %s\n",
                      r.variant.empty() ? "run" : r.variant.c_str(), r.topology.num_endpoints, r.topology.routers.size(),
-                     (r.duration + r.drain) * r.network.timeslot_ns() / 1e6, r.cores);
+                     (r.duration + r.drain) * r.network.timeslot_ns() / 1e6, cores.c_str());
       else if (!quiet)
-        std::fprintf(stderr, "%s: %u endpoints, %zu routers, %.3f ms arrivals + %.3f ms drain, %u core(s)\n",
+        std::fprintf(stderr, "%s: %u endpoints, %zu routers, %.3f ms arrivals + %.3f ms drain, %s\n",
                      r.variant.empty() ? "run" : r.variant.c_str(), r.topology.num_endpoints, r.topology.routers.size(),
-                     r.duration * r.network.timeslot_ns() / 1e6, r.drain * r.network.timeslot_ns() / 1e6, r.cores);
+                     r.duration * r.network.timeslot_ns() / 1e6, r.drain * r.network.timeslot_ns() / 1e6,
+                     cores.c_str());
       std::unique_ptr<Partition> partition;
 #ifdef FLEXPLANE_HAVE_MPI
       if (mpi.size > 1) partition = std::make_unique<MpiPartition>(r.cores);
