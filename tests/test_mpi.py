@@ -148,3 +148,22 @@ run: {{duration_ms: 2000, drain_ms: 10}}
     left = subprocess.run(["pgrep", "-f", "--", f"--out {marker}"], capture_output=True, text=True).stdout.split()
     assert not left, f"ranks left running: {left}"
     assert not (marker / "flows.csv").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["check"], "under mpirun only `run` splits across ranks"),
+    (["run", "--quiet"], "has PFC, which runs across processes (MPI ranks) do not support yet"),
+])
+def test_what_ranks_refuse_is_named(args: list[str], message: str, tmp_path: Path) -> None:
+    cfg = tmp_path / "pfc.yaml"
+    cfg.write_text(f"""
+topology: {LEAF_SPINE}
+routers: {{default: {{scheme: droptail, queue_manager: {{capacity_pkts: 64}}, pfc: {{}}}}}}
+workload: {{kind: poisson, load: 0.3, size_cdf: {WEB_SEARCH}}}
+run: {{duration_ms: 1, drain_ms: 10}}
+""")
+    out = ["--out", str(tmp_path / "out")] if args[0] == "run" else []
+    p = subprocess.run([MPIRUN, "-np", "2", "--oversubscribe", str(BIN), args[0], str(cfg), *args[1:], *out],
+                       capture_output=True, text=True, timeout=120, env=ENV)
+    assert p.returncode != 0
+    assert message in p.stderr, p.stderr
