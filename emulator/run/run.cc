@@ -235,7 +235,7 @@ double peak_rss_mb() {
 bool gather_results(const RunConfig& c, Engine& engine, FlowTraffic& traffic, Partition& partition,
                     std::vector<double>* rss_by_rank) {
   std::vector<bool> local(c.topology.num_endpoints);
-  for (EndpointId e = 0; e < c.topology.num_endpoints; ++e)
+  for (uint32_t e = 0; e < c.topology.num_endpoints; ++e)  // not EndpointId: 65,536 endpoints at k = 64
     local[e] = engine.runs_router(c.topology.endpoint_port[e].router);
   std::string engine_part, traffic_part, mine;
   engine.pack_results(engine_part);

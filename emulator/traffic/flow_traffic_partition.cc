@@ -97,7 +97,8 @@ class ProgressMirror final : public MirroredState {
 // The lowest endpoint of each group.
 std::vector<EndpointId> first_endpoints(const ClosedLoopShared& sh) {
   std::vector<EndpointId> first(sh.num_groups, 0);
-  for (EndpointId e = static_cast<EndpointId>(sh.group_of.size()); e-- > 0;) first[sh.group_of[e]] = e;
+  for (size_t e = sh.group_of.size(); e-- > 0;)  // not EndpointId: 65,536 endpoints at k = 64
+    first[sh.group_of[e]] = static_cast<EndpointId>(e);
   return first;
 }
 

@@ -131,6 +131,9 @@ void MpiPartition::attach(const PartitionView* view) {
   rank_of_core_.resize(cores);
   for (uint32_t c = 0; c < cores; ++c) rank_of_core_[c] = c / cores_per_rank_;
   core_shipped_.assign(cores, 0);
+  snap_.assign(cores, Snap{});
+  marks_.assign(ranks_, {});
+  item_marks_.assign(ranks_, {});
   // An item is collected here if some writer runs here and no reader does
   // (a reader here takes the writers' additions itself), and sent to every
   // rank that runs a reader.
@@ -166,18 +169,17 @@ void MpiPartition::attach(const PartitionView* view) {
 // anything was sent.
 bool MpiPartition::send_round(bool final_round) {
   const uint32_t cores = static_cast<uint32_t>(view_->cores.size());
-  std::vector<std::string> marks(ranks_);
-  for (auto& o : out_) o.clear();
+  // This round's pieces, per rank (members: a round allocates nothing once warm).
+  std::vector<std::string>& marks = marks_;
+  std::vector<std::string>& item_marks = item_marks_;
+  for (uint32_t r = 0; r < ranks_; ++r) out_[r].clear(), marks[r].clear(), item_marks[r].clear();
   // 1. Watermarks: promises, then next and finished (acquire; a promise is
   //    published after the watermark it builds on), then the posts.
-  struct Snap {
-    Timeslot next = 0, finished = 0;
-    std::vector<Timeslot> promise;
-  };
-  std::vector<Snap> snap(cores);
+  std::vector<Snap>& snap = snap_;
   for (uint32_t c = 0; c < cores; ++c) {
     if (rank_of_core_[c] != rank_) continue;
     const PartitionView::Core& v = view_->cores[c];
+    snap[c].promise.clear();
     for (auto* p : v.promise_to) snap[c].promise.push_back(p->load(std::memory_order_acquire));
     snap[c].next = v.next->load(std::memory_order_acquire);
     snap[c].finished = v.finished->load(std::memory_order_acquire);
@@ -210,7 +212,7 @@ bool MpiPartition::send_round(bool final_round) {
     }
   }
   // Traffic's watermarks, before its data.
-  std::string bytes;
+  std::string& bytes = item_bytes_;
   auto add_item = [&](std::vector<std::string>& to, uint32_t i) {
     bytes.clear();
     view_->items[i].state->collect(bytes);
@@ -221,7 +223,6 @@ bool MpiPartition::send_round(bool final_round) {
       to[r] += bytes;
     }
   };
-  std::vector<std::string> item_marks(ranks_);
   for (uint32_t i : ship_marks_) add_item(item_marks, i);
   // 2. Data: the slots local cores wrote on links to other ranks, for sends
   //    before their snapshotted watermark (their log says which), and

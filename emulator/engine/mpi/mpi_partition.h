@@ -66,7 +66,15 @@ class MpiPartition final : public Partition {
     std::string buf;
   };
   std::vector<std::unique_ptr<Pending>> pending_;
-  std::vector<std::string> out_;  // by rank: this round's message
+  std::vector<std::string> out_;  // by rank: this round's message (its data)
+  // The rest of a round's scratch (send_round), kept between rounds.
+  struct Snap {
+    Timeslot next = 0, finished = 0;
+    std::vector<Timeslot> promise;  // by core
+  };
+  std::vector<Snap> snap_;                        // by core: its watermarks this round
+  std::vector<std::string> marks_, item_marks_;   // by rank: the engine's and traffic's watermarks
+  std::string item_bytes_;
   std::string recv_buf_;
   uint32_t done_from_ = 0;
 
