@@ -128,7 +128,7 @@ run: {{duration_ms: 2000, drain_ms: 10}}
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         pids: list[int] = []
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while len(pids) < 2 and time.monotonic() < deadline:  # both ranks started
             r = subprocess.run(["pgrep", "-f", "--", f"--out {marker}"], capture_output=True, text=True)
             pids = [int(x) for x in r.stdout.split() if int(x) != p.pid]
@@ -138,7 +138,7 @@ run: {{duration_ms: 2000, drain_ms: 10}}
         time.sleep(1.0)  # well into the run
         assert p.poll() is None, "the run ended before the kill"
         os.kill(pids[1], signal.SIGKILL)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
