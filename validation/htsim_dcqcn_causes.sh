@@ -90,24 +90,17 @@ BUF=4096           # switch buffer per port, packets
 # htsim_roce with the switches of the header.
 BUILD=$WORK/sim/build
 if [[ ! -x $BUILD/datacenter/htsim_roce || ! -x $BUILD/parse_output || ! -e $WORK/sim/.dcqcn_switches ]]; then
-  [[ ! -e $WORK/sim ]] || chmod -R u+w "$WORK/sim"
-  rm -rf "$WORK/sim" && cp -r "$SRC" "$WORK/sim" && chmod -R u+w "$WORK/sim"
+  htsim_fresh_copy "$WORK/sim"
   python3 - "$WORK/sim" <<'PY'
-import re, sys
+import sys
+sys.path.insert(0, "validation")
+from htsim_patch import patcher, restart_alpha_timer, roce_start_in_ns
 sim = sys.argv[1]
-def patch(name, pattern, repl, count=1):
-    path = f"{sim}/{name}"
-    text = open(path).read()
-    new, n = re.subn(pattern, repl, text)
-    if n != count:
-        sys.exit(f"error: {path}: {pattern!r} found {n} times, expected {count}; cannot patch")
-    open(path, "w").write(new)
+patch = patcher(sim)
 # As htsim_websearch.sh: (1) restart the alpha timer where alpha decays;
 # (3) start times in ns; (4) stop pacing once every packet is out; (5) names.
-patch("dcqcn.cpp", r"\n([ \t]*)(_alpha\s*=\s*\(1\s*-\s*_g\)\s*\*\s*_alpha;)\n",
-      lambda m: f"\n{m[1]}{m[2]}\n{m[1]}_last_alpha_update = eventlist().now();\n")
-patch("roce.cpp", r"sourceIsPending\(\*this,timeFromUs\(\(double\)starttime\)\)",
-      "sourceIsPending(*this,timeFromNs((double)starttime))")
+restart_alpha_timer(patch)
+roce_start_in_ns(patch)
 patch("roce.cpp", r"if \(_flow_size && _highest_sent >= _flow_size\) \{",
       "if (_flow_size && _highest_sent * _mss >= _flow_size) {")
 patch("roce.cpp", r"if \(_flow_size && _highest_sent>=_flow_size && _last_acked < _flow_size\)\{",

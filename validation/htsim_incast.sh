@@ -59,19 +59,12 @@ END_US=5000        # htsim's end of time
 BUILD=$WORK/sim/build
 if [[ ! -x $BUILD/datacenter/htsim_hpcc || ! -x $BUILD/datacenter/htsim_roce || ! -x $BUILD/parse_output ||
       ! -e $WORK/sim/.alpha_timer_fix ]]; then
-  [[ ! -e $WORK/sim ]] || chmod -R u+w "$WORK/sim"
-  rm -rf "$WORK/sim" && cp -r "$SRC" "$WORK/sim" && chmod -R u+w "$WORK/sim"
-  python3 - "$WORK/sim/dcqcn.cpp" <<'PY'
-import re, sys
-path = sys.argv[1]
-text = open(path).read()
-# DCQCNSrc::doNextEvent decays alpha once its timer has run out but never
-# restarts the timer: restart it where alpha decays.
-decay = re.compile(r"\n([ \t]*)(_alpha\s*=\s*\(1\s*-\s*_g\)\s*\*\s*_alpha;)\n")
-if len(decay.findall(text)) != 1:
-    sys.exit(f"error: {path}: the alpha decay line is not where expected; cannot apply the timer fix")
-text = decay.sub(lambda m: f"\n{m[1]}{m[2]}\n{m[1]}_last_alpha_update = eventlist().now();\n", text)
-open(path, "w").write(text)
+  htsim_fresh_copy "$WORK/sim"
+  python3 - "$WORK/sim" <<'PY'
+import sys
+sys.path.insert(0, "validation")
+from htsim_patch import patcher, restart_alpha_timer
+restart_alpha_timer(patcher(sys.argv[1]))
 PY
   touch "$WORK/sim/.alpha_timer_fix"
   cmake -S "$WORK/sim" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$WORK/build.log" 2>&1

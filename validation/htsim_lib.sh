@@ -65,3 +65,9 @@ htsim_prepare_work() {
   mkdir -p "$WORK"
   WORK=$(realpath "$WORK")
 }
+# htsim_fresh_copy DIR: DIR becomes a writable copy of $SRC (htsim's sim/,
+# whose files may be read-only), replacing what was there.
+htsim_fresh_copy() {
+  [[ ! -e $1 ]] || chmod -R u+w "$1"
+  rm -rf "$1" && cp -r "$SRC" "$1" && chmod -R u+w "$1"
+}

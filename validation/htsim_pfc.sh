@@ -63,21 +63,14 @@ END_US=20000       # htsim's end of time
 
 BUILD=$WORK/sim/build
 if [[ ! -x $BUILD/datacenter/htsim_roce || ! -x $BUILD/parse_output || ! -e $WORK/sim/.pfc_patches ]]; then
-  [[ ! -e $WORK/sim ]] || chmod -R u+w "$WORK/sim"
-  rm -rf "$WORK/sim" && cp -r "$SRC" "$WORK/sim" && chmod -R u+w "$WORK/sim"
+  htsim_fresh_copy "$WORK/sim"
   python3 - "$WORK/sim" <<'PY'
-import re, sys
-sim = sys.argv[1]
-def patch(name, pattern, repl):
-    path = f"{sim}/{name}"
-    text = open(path).read()
-    new, n = re.subn(pattern, repl, text)
-    if n != 1:
-        sys.exit(f"error: {path}: {pattern!r} found {n} times, expected 1; cannot patch")
-    open(path, "w").write(new)
+import sys
+sys.path.insert(0, "validation")
+from htsim_patch import patcher, restart_alpha_timer
+patch = patcher(sys.argv[1])
 # (1) restart DCQCN's alpha timer where alpha decays.
-patch("dcqcn.cpp", r"\n([ \t]*)(_alpha\s*=\s*\(1\s*-\s*_g\)\s*\*\s*_alpha;)\n",
-      lambda m: f"\n{m[1]}{m[2]}\n{m[1]}_last_alpha_update = eventlist().now();\n")
+restart_alpha_timer(patch)
 # (2) a line per pause frame: time, the paused neighbour's output queue, wait (0: resume).
 patch("queue_lossless_input.cpp", r'//cout << "Ingress link " << getRemoteEndpoint\(\) << " PAUSE " << wait << endl;',
       'cout << "PFC_FRAME " << timeAsUs(eventlist().now()) << " " << _nodename << " " << wait << endl;')

@@ -118,8 +118,7 @@ PY
 STAMP=$(sha256sum "$WORK/patch_main_swift.py" | cut -d' ' -f1)
 if [[ ! -x $BUILD/datacenter/htsim_swift || ! -x $BUILD/parse_output ||
       "$(cat "$WORK/sim/.swift_patches" 2> /dev/null)" != "$STAMP" ]]; then
-  [[ ! -e $WORK/sim ]] || chmod -R u+w "$WORK/sim"
-  rm -rf "$WORK/sim" && cp -r "$SRC" "$WORK/sim" && chmod -R u+w "$WORK/sim"
+  htsim_fresh_copy "$WORK/sim"
   python3 "$WORK/patch_main_swift.py" "$WORK/sim/datacenter/main_swift.cpp"
   (cd "$WORK/sim" && diff -u "$SRC/datacenter/main_swift.cpp" datacenter/main_swift.cpp > "$WORK/main_swift.diff" || true)
   cmake -S "$WORK/sim" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$WORK/build.log" 2>&1

@@ -89,28 +89,21 @@ END_US=40000       # htsim's end of time (every flow is done well before)
 # sim_fixed/ with them and fixes (a)-(d).
 build_htsim() {  # dir fixed(0/1) targets...
   local dir=$WORK/$1 fixed=$2; shift 2
-  [[ ! -e $dir ]] || chmod -R u+w "$dir"
-  rm -rf "$dir" && cp -r "$SRC" "$dir" && chmod -R u+w "$dir"
+  htsim_fresh_copy "$dir"
   python3 - "$dir" "$fixed" <<'PY'
-import re, sys
+import sys
+sys.path.insert(0, "validation")
+from htsim_patch import patcher, restart_alpha_timer, roce_start_in_ns
 sim, fixed = sys.argv[1], sys.argv[2] == "1"
-def patch(name, pattern, repl, count=1):
-    path = f"{sim}/{name}"
-    text = open(path).read()
-    new, n = re.subn(pattern, repl, text)
-    if n != count:
-        sys.exit(f"error: {path}: {pattern!r} found {n} times, expected {count}; cannot patch")
-    open(path, "w").write(new)
+patch = patcher(sim)
 # (1) restart DCQCN's alpha timer where alpha decays.
-patch("dcqcn.cpp", r"\n([ \t]*)(_alpha\s*=\s*\(1\s*-\s*_g\)\s*\*\s*_alpha;)\n",
-      lambda m: f"\n{m[1]}{m[2]}\n{m[1]}_last_alpha_update = eventlist().now();\n")
+restart_alpha_timer(patch)
 # (2) HPCC: start at the matrix's time, not at once; (3) start times in ns.
 patch("hpcc.cpp", r"(//eventlist\(\)\.sourceIsPending\(\*this,starttime\);\s*)startflow\(\);",
       r"\1eventlist().sourceIsPending(*this, timeFromNs((double)starttime));")
 patch("hpcc.cpp", r"/\*if \(!_flow_started\)\{\s*startflow\(\);\s*return;\s*\}\*/",
       "if (!_flow_started) {\n        startflow();\n        return;\n    }")
-patch("roce.cpp", r"sourceIsPending\(\*this,timeFromUs\(\(double\)starttime\)\)",
-      "sourceIsPending(*this,timeFromNs((double)starttime))")
+roce_start_in_ns(patch)
 # (4) RoCE: _highest_sent and _last_acked count packets, _flow_size bytes.
 patch("roce.cpp", r"if \(_flow_size && _highest_sent >= _flow_size\) \{",
       "if (_flow_size && _highest_sent * _mss >= _flow_size) {")
