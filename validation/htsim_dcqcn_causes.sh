@@ -354,37 +354,7 @@ fi
 if [[ $SCENARIO != incast ]]; then
   # The web search of htsim_websearch.sh: flexplane's flow list, replayed.
   W=$WORK/websearch
-  mkdir -p "$W"
-  rm -rf "$W/gen" "$W/flexplane"
-  cat > "$W/gen.yaml" <<EOF
-# Written by validation/htsim_dcqcn_causes.sh: the flow list only (open loop).
-seed: $SEED
-network: {link_rate_gbps: $GBPS}
-topology: {kind: fat_tree, k: 8, link_latency_timeslots: $LAT_TS}
-routers: {default: {scheme: droptail, queue_manager: {capacity_pkts: $BUF}}}
-workload: {kind: poisson, pattern: all_to_all, load: 0.5, size_cdf: $REPO/experiments/data/flow-sizes/web-search.cdf}
-run: {duration_ms: $MS, drain_ms: 0.01, occupancy_interval_us: 0}
-output: {occupancy: none}
-EOF
-  build/flexplane-emulator run "$W/gen.yaml" --out "$W/gen" --quiet > /dev/null
-  python3 - "$W" <<'PY'
-import csv, sys
-work = sys.argv[1]
-rows = list(csv.DictReader(open(f"{work}/gen/flows.csv")))
-if not rows:
-    sys.exit("error: the generated flow list is empty")
-with open(f"{work}/websearch.csv", "w") as f:
-    print("flow_id,src,dst,size_pkts,start_timeslot", file=f)
-    for r in rows:
-        print(f"{r['flow_id']},{r['src']},{r['dst']},{r['size_pkts']},{r['start_timeslot']}", file=f)
-with open(f"{work}/websearch.cm", "w") as f:  # starts in ns; P packets: P x 1436 - 1 bytes
-    print(f"Nodes 128\nConnections {len(rows)}", file=f)
-    for r in rows:
-        ns = int(r["start_timeslot"]) * 120
-        assert ns < 2 ** 24, "htsim reads start times as float: keep them below 2^24 ns"
-        print(f"{r['src']}->{r['dst']} id {int(r['flow_id']) + 1} start {ns} size {int(r['size_pkts']) * 1436 - 1}",
-              file=f)
-PY
+  write_websearch "$W" validation/htsim_dcqcn_causes.sh
   cat > "$W/websearch.yaml" <<EOF
 # Written by validation/htsim_dcqcn_causes.sh: htsim_websearch.sh's DCQCN run.
 seed: $SEED

@@ -71,3 +71,48 @@ htsim_fresh_copy() {
   [[ ! -e $1 ]] || chmod -R u+w "$1"
   rm -rf "$1" && cp -r "$SRC" "$1" && chmod -R u+w "$1"
 }
+
+# write_websearch DIR SCRIPT: the web search that htsim_websearch.sh and
+# htsim_dcqcn_causes.sh replay. flexplane's own poisson web search on the
+# k = 8 fat tree (open loop; only its flows.csv is read; uses SEED GBPS
+# LAT_TS BUF MS REPO), then DIR/websearch.csv (a trace for flexplane) and
+# DIR/websearch.cm (htsim's connection matrix, starts in ns). htsim's HPCC
+# and RoCE packets carry a 64-byte header over the MTU, so -mtu 1436 puts
+# 1500 bytes on the wire, one flexplane packet; a flow of P x 1436 - 1
+# bytes is P packets in both htsim senders.
+write_websearch() {
+  local dir=$1 script=$2
+  mkdir -p "$dir"
+  rm -rf "$dir/gen" "$dir/flexplane"
+  cat > "$dir/gen.yaml" <<EOF
+# Written by $script: the flow list only (open loop).
+seed: $SEED
+network: {link_rate_gbps: $GBPS}
+topology: {kind: fat_tree, k: 8, link_latency_timeslots: $LAT_TS}
+routers: {default: {scheme: droptail, queue_manager: {capacity_pkts: $BUF}}}
+workload: {kind: poisson, pattern: all_to_all, load: 0.5, size_cdf: $REPO/experiments/data/flow-sizes/web-search.cdf}
+run: {duration_ms: $MS, drain_ms: 0.01, occupancy_interval_us: 0}
+output: {occupancy: none}
+EOF
+  build/flexplane-emulator run "$dir/gen.yaml" --out "$dir/gen" --quiet > /dev/null
+  python3 - "$dir" "$GBPS" <<'PY'
+import csv, sys
+work, gbps = sys.argv[1], int(sys.argv[2])
+ts_ns = 1500 * 8 // gbps
+rows = list(csv.DictReader(open(f"{work}/gen/flows.csv")))
+if not rows:
+    sys.exit("error: the generated flow list is empty")
+with open(f"{work}/websearch.csv", "w") as f:
+    print("flow_id,src,dst,size_pkts,start_timeslot", file=f)
+    for r in rows:
+        print(f"{r['flow_id']},{r['src']},{r['dst']},{r['size_pkts']},{r['start_timeslot']}", file=f)
+with open(f"{work}/websearch.cm", "w") as f:
+    print(f"Nodes 128\nConnections {len(rows)}", file=f)
+    for r in rows:
+        ns = int(r["start_timeslot"]) * ts_ns
+        assert ns < 2 ** 24, "htsim reads start times as float: keep them below 2^24 ns"
+        assert r["src"] != r["dst"]
+        print(f"{r['src']}->{r['dst']} id {int(r['flow_id']) + 1} start {ns} size {int(r['size_pkts']) * 1436 - 1}",
+              file=f)
+PY
+}

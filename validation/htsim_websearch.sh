@@ -143,43 +143,8 @@ FIXED=$WORK/sim_fixed/build
 [[ -x $FIXED/datacenter/htsim_hpcc && -x $FIXED/datacenter/htsim_roce && -e $WORK/sim_fixed/.websearch_patches ]] ||
   build_htsim sim_fixed 1 htsim_hpcc htsim_roce
 
-# The flow list: flexplane's own poisson web search (open loop; only its
-# flows.csv is read), then a trace for flexplane and a connection matrix for
-# htsim. htsim's HPCC and RoCE packets carry a 64-byte header over the MTU,
-# so -mtu 1436 puts 1500 bytes on the wire, one flexplane packet; a flow of
-# P x 1436 - 1 bytes is P packets in both htsim senders. Starts in ns (patch 3).
-rm -rf "$WORK/gen" "$WORK/flexplane"
-cat > "$WORK/gen.yaml" <<EOF
-# Written by validation/htsim_websearch.sh: the flow list only (open loop).
-seed: $SEED
-network: {link_rate_gbps: $GBPS}
-topology: {kind: fat_tree, k: 8, link_latency_timeslots: $LAT_TS}
-routers: {default: {scheme: droptail, queue_manager: {capacity_pkts: $BUF}}}
-workload: {kind: poisson, pattern: all_to_all, load: 0.5, size_cdf: $REPO/experiments/data/flow-sizes/web-search.cdf}
-run: {duration_ms: $MS, drain_ms: 0.01, occupancy_interval_us: 0}
-output: {occupancy: none}
-EOF
-build/flexplane-emulator run "$WORK/gen.yaml" --out "$WORK/gen" --quiet > /dev/null
-python3 - "$WORK" "$GBPS" <<'PY'
-import csv, sys
-work, gbps = sys.argv[1], int(sys.argv[2])
-ts_ns = 1500 * 8 // gbps  # 120
-rows = list(csv.DictReader(open(f"{work}/gen/flows.csv")))
-if not rows:
-    sys.exit("error: the generated flow list is empty")
-with open(f"{work}/websearch.csv", "w") as f:
-    print("flow_id,src,dst,size_pkts,start_timeslot", file=f)
-    for r in rows:
-        print(f"{r['flow_id']},{r['src']},{r['dst']},{r['size_pkts']},{r['start_timeslot']}", file=f)
-with open(f"{work}/websearch.cm", "w") as f:
-    print(f"Nodes 128\nConnections {len(rows)}", file=f)
-    for r in rows:
-        ns = int(r["start_timeslot"]) * ts_ns
-        assert ns < 2 ** 24, "htsim reads start times as float: keep them below 2^24 ns"
-        assert r["src"] != r["dst"]
-        print(f"{r['src']}->{r['dst']} id {int(r['flow_id']) + 1} start {ns} size {int(r['size_pkts']) * 1436 - 1}",
-              file=f)
-PY
+# The flow list (htsim_lib.sh, write_websearch; starts in ns: patch 3).
+write_websearch "$WORK" validation/htsim_websearch.sh
 cat > "$WORK/websearch.yaml" <<EOF
 # Written by validation/htsim_websearch.sh: the runs of its header.
 seed: $SEED
