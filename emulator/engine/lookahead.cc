@@ -1,6 +1,8 @@
 #include "emulator/engine/lookahead.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include "api/router.h"
 
@@ -35,13 +37,33 @@ struct LookaheadPlan::DestinationSet {
   void add_all(const DestinationSet& o) {
     for (size_t i = 0; i < words.size(); ++i) words[i] |= o.words[i];
   }
+  bool operator==(const DestinationSet& o) const { return words == o.words; }
+  uint64_t hash() const {
+    return std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(uint64_t)));
+  }
 };
 
+// Sets are kept once each and named by id: a fat tree's ports and links
+// carry a few distinct sets per router (a rack, a pod, all but a rack), not
+// one each -- a 65,536-bit set per port and per link was ~4.8 GB at k = 64,
+// built by every process of a run across processes (docs/performance/mpi.md).
 struct LookaheadPlan::Routing {
-  std::vector<std::vector<DestinationSet>> routed_to;  // [router][port]: destinations sent out of it
-  std::vector<DestinationSet> rack_members;            // [router]: its rack's endpoints
-  std::vector<std::vector<uint32_t>> links_into;       // [router]: links arriving at it
-  std::vector<DestinationSet> carries;                 // [link]: destinations it can carry
+  std::vector<DestinationSet> sets;                       // by id
+  std::unordered_map<uint64_t, std::vector<uint32_t>> by_hash;
+  uint32_t intern(const DestinationSet& s) {
+    std::vector<uint32_t>& same = by_hash[s.hash()];
+    for (uint32_t id : same)
+      if (sets[id] == s) return id;
+    same.push_back(static_cast<uint32_t>(sets.size()));
+    sets.push_back(s);
+    return same.back();
+  }
+  const DestinationSet& set(uint32_t id) const { return sets[id]; }
+  std::vector<std::vector<uint32_t>> routed_to;  // [router][port]: destinations sent out of it
+  std::vector<uint32_t> rack_members;            // [router]: its rack's endpoints
+  std::vector<std::vector<uint32_t>> links_into; // [router]: links arriving at it
+  std::vector<uint32_t> carries;                 // [link]: destinations it can carry
 };
 
 std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const std::vector<uint32_t>& router_core,
@@ -55,18 +77,24 @@ std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const 
   Routing g;
 
   // Any destination, out of any port, for a router that does not forward by table.
+  const uint32_t none_id = g.intern(nothing);
   g.routed_to.resize(nr);
+  std::vector<DestinationSet> ports;  // one router's, then interned
   for (uint32_t r = 0; r < nr; ++r) {
     const RouterNodeSpec& spec = topology.routers[r];
     const bool by_table = routers[r]->forwards_by_table();
-    g.routed_to[r].assign(spec.num_ports, by_table ? nothing : everything);
-    if (!by_table) continue;
-    for (uint32_t d = 0; d < ne; ++d)  // not EndpointId: 65,536 endpoints at k = 64
-      for (PortId p : spec.routes.candidates(static_cast<EndpointId>(d)))
-        if (p < spec.num_ports) g.routed_to[r][p].add(d);
+    ports.assign(spec.num_ports, by_table ? nothing : everything);
+    if (by_table)
+      for (uint32_t d = 0; d < ne; ++d)  // not EndpointId: 65,536 endpoints at k = 64
+        for (PortId p : spec.routes.candidates(static_cast<EndpointId>(d)))
+          if (p < spec.num_ports) ports[p].add(d);
+    for (const DestinationSet& s : ports) g.routed_to[r].push_back(g.intern(s));
   }
-  g.rack_members.assign(nr, nothing);
-  for (uint32_t e = 0; e < ne; ++e) g.rack_members[topology.endpoint_port[e].router].add(static_cast<EndpointId>(e));
+  {
+    std::vector<DestinationSet> racks(nr, nothing);
+    for (uint32_t e = 0; e < ne; ++e) racks[topology.endpoint_port[e].router].add(static_cast<EndpointId>(e));
+    for (const DestinationSet& s : racks) g.rack_members.push_back(g.intern(s));
+  }
   g.links_into.resize(nr);
   for (uint32_t k = 0; k < links.size(); ++k) g.links_into[links[k].to.router].push_back(k);
 
@@ -74,21 +102,26 @@ std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const 
   // ports its table names. Grow to a fixed point, a router at a time (what
   // reaches a router is the same for all its output links: computed once
   // per router and round, not once per link).
-  g.carries.assign(links.size(), nothing);
+  g.carries.assign(links.size(), none_id);
   std::vector<std::vector<uint32_t>> links_out(nr);
   for (uint32_t k = 0; k < links.size(); ++k) links_out[links[k].from.router].push_back(k);
-  DestinationSet reaching(ne);
+  DestinationSet reaching(ne), grown(ne);
   for (bool grew = true; grew;) {
     grew = false;
     for (uint32_t r = 0; r < nr; ++r) {
       if (links_out[r].empty()) continue;
-      if (g.rack_members[r].any()) {
+      if (g.set(g.rack_members[r]).any()) {
         reaching = everything;
       } else {
         reaching = nothing;
-        for (uint32_t j : g.links_into[r]) reaching.add_all(g.carries[j]);
+        for (uint32_t j : g.links_into[r]) reaching.add_all(g.set(g.carries[j]));
       }
-      for (uint32_t k : links_out[r]) grew |= g.carries[k].add_common(reaching, g.routed_to[r][links[k].from.port]);
+      for (uint32_t k : links_out[r]) {
+        grown = g.set(g.carries[k]);
+        if (!grown.add_common(reaching, g.set(g.routed_to[r][links[k].from.port]))) continue;
+        g.carries[k] = g.intern(grown);  // (interning may move the sets: `grown` is a copy)
+        grew = true;
+      }
     }
   }
 
@@ -127,17 +160,18 @@ LookaheadPlan LookaheadPlan::plan_for(uint32_t core, const Routing& g, const std
     if (port_of_link[k] < 0) continue;
     Port& p = plan.ports_[static_cast<size_t>(port_of_link[k])];
     const uint32_t r = links[k].from.router;
-    const DestinationSet& out = g.routed_to[r][p.port];
+    const DestinationSet& out = g.set(g.routed_to[r][p.port]);
     // A router that pauses (PFC) may send a pause frame on any port at any
     // time a packet arrives or leaves, whatever the port's queues: no promise.
     if (routers[r]->pauses()) p.no_promise = true;
-    if (g.rack_members[r].any() && out.any()) {
+    const DestinationSet& rack = g.set(g.rack_members[r]);
+    if (rack.any() && out.any()) {
       p.rack = racks[r];
       // Destinations in the rack itself are not covered by the source's promise.
-      if (!p.rack || out.intersects(g.rack_members[r])) p.no_promise = true;
+      if (!p.rack || out.intersects(rack)) p.no_promise = true;
     }
     for (uint32_t j : g.links_into[r]) {
-      if (!g.carries[j].intersects(out)) continue;
+      if (!g.set(g.carries[j]).intersects(out)) continue;
       if (port_of_link[j] < 0)
         p.remote_feeders.push_back(static_cast<uint32_t>(remote_of_link[j]));
       else
