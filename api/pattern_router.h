@@ -244,8 +244,16 @@ class alignas(kCacheLine) PatternRouter final : public Router {
   // ports_); packets with no route are reported and squeezed out of the
   // batch. Returns how many are left. Table, port count and output array in
   // locals: the stores below may alias the members as far as the compiler knows.
+  // The table's form (one flat page or pages: RoutingTable::Direct) is
+  // tested once per batch, not per packet.
   template <bool kChosen>
   uint32_t route_batch(Packet* pkts, uint32_t n) {
+    if constexpr (!kChosen)
+      if (!routes_->direct().flat) return route_batch_as<false, false>(pkts, n);
+    return route_batch_as<kChosen, !kChosen>(pkts, n);
+  }
+  template <bool kChosen, bool kFlat>
+  uint32_t route_batch_as(Packet* pkts, uint32_t n) {
     const RoutingTable::Direct direct = routes_->direct();
     const PortId num_ports = bank_.num_ports();
     PortId* const ports = ports_.data();
@@ -255,7 +263,7 @@ class alignas(kCacheLine) PatternRouter final : public Router {
       if constexpr (kChosen) {
         port = ports[i];
       } else {
-        port = direct.lookup(pkts[i].dst);
+        port = kFlat ? direct.lookup_flat(pkts[i].dst) : direct.lookup_paged(pkts[i].dst);
         if (RoutingTable::is_group(port)) port = routes_->route_group(port, pkts[i]);
       }
       if (__builtin_expect(port >= num_ports, 0)) {

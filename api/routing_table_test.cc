@@ -73,3 +73,67 @@ TEST_CASE("routing table: a fat tree's routers hold one group each, at most", "[
     REQUIRE(r.routes.num_groups() == (r.tier == "core" ? 0u : 1u));
   }
 }
+
+TEST_CASE("routing table: pages with the same entries are shared, and a copy or a later set() changes only its own table",
+          "[routing]") {
+  const size_t before = RoutePagePool::instance().size();
+  {
+    const uint32_t n = 3 * RoutePage::kSize + 5;  // three full pages and a partial one
+    RoutingTable a(n, 1), b(n, 2);
+    for (uint32_t d = 0; d < n; ++d) {  // the same entries, different salts
+      a.set(static_cast<EndpointId>(d), d % 7 ? std::vector<PortId>{1, 2} : std::vector<PortId>{3});
+      b.set(static_cast<EndpointId>(d), d % 7 ? std::vector<PortId>{1, 2} : std::vector<PortId>{3});
+    }
+    a.share();
+    b.share();
+    for (uint32_t i = 0; i < 4; ++i) REQUIRE(a.same_page(b, i));
+    REQUIRE(RoutePagePool::instance().size() >= before + 4);
+
+    RoutingTable c = a;  // a copy shares every page
+    for (uint32_t i = 0; i < 4; ++i) REQUIRE(c.same_page(a, i));
+    c.set(static_cast<EndpointId>(RoutePage::kSize + 3), {9});  // ... until it changes one: that page only
+    REQUIRE(ports(c, static_cast<EndpointId>(RoutePage::kSize + 3)) == std::vector<PortId>{9});
+    REQUIRE(ports(a, static_cast<EndpointId>(RoutePage::kSize + 3)) == std::vector<PortId>{1, 2});
+    REQUIRE(!c.same_page(a, 1));
+    REQUIRE(c.same_page(a, 0));
+    REQUIRE(c.same_page(a, 2));
+
+    RoutingTable d = c;  // copied while c still writes into page 1: d gets a page of its own
+    d.set(static_cast<EndpointId>(RoutePage::kSize + 4), {8});
+    REQUIRE(ports(c, static_cast<EndpointId>(RoutePage::kSize + 4)) == std::vector<PortId>{1, 2});
+    REQUIRE(ports(d, static_cast<EndpointId>(RoutePage::kSize + 3)) == std::vector<PortId>{9});
+    REQUIRE(ports(d, static_cast<EndpointId>(RoutePage::kSize + 4)) == std::vector<PortId>{8});
+
+    c.set(static_cast<EndpointId>(RoutePage::kSize + 3), {1, 2});  // set back: c's page equals a's again
+    c.share();
+    REQUIRE(c.same_page(a, 1));
+
+    // Out of order, back and forth between pages: the same table as in order.
+    RoutingTable e(n, 1);
+    for (uint32_t d2 = n; d2-- > 0;)
+      e.set(static_cast<EndpointId>(d2), d2 % 7 ? std::vector<PortId>{1, 2} : std::vector<PortId>{3});
+    e.share();
+    for (uint32_t i = 0; i < 4; ++i) REQUIRE(e.same_page(a, i));
+    Packet p{};
+    for (uint32_t dst = 0; dst < n + 3; ++dst) {
+      p.dst = static_cast<EndpointId>(dst);
+      p.flow = dst * 31;
+      REQUIRE(e.route(p) == a.route(p));
+      REQUIRE(e.direct().lookup(p.dst) == a.direct().lookup(p.dst));
+    }
+  }
+  REQUIRE(RoutePagePool::instance().size() == before);  // the last table gone, its pages are freed
+}
+
+TEST_CASE("routing table: a k = 16 fat tree's tables share a few pages", "[routing][fat_tree]") {
+  const size_t before = RoutePagePool::instance().size();
+  const Topology t = make_fat_tree(16, 1);  // 1,024 endpoints: one page per table
+  const size_t distinct = RoutePagePool::instance().size() - before;
+  // Edges: the position of their 8 endpoints in the page (128 ways); aggs:
+  // their pod's (16); cores: one page, all alike. Fewer if an earlier test's
+  // tables are still alive and hold some of them.
+  REQUIRE(distinct <= 128 + 16 + 1);
+  REQUIRE(t.routers[0].routes.same_page(t.routers[0].routes, 0));
+  const uint32_t first_core = 2 * 16 * 8;
+  REQUIRE(t.routers[first_core].routes.same_page(t.routers[first_core + 5].routes, 0));
+}

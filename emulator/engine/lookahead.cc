@@ -8,46 +8,88 @@
 
 namespace flexplane {
 
-// A set of destinations (endpoint ids) as bits.
+// A set of destinations (endpoint ids) as sorted, disjoint, non-adjacent
+// half-open intervals [lo, hi): the sets routing produces are a few runs of
+// consecutive ids (a rack, a pod, all but a rack), so a set costs a few
+// words where a bitset cost 8 KB at k = 64, and every operation is a merge
+// of two short lists. Canonical, so equal sets compare and hash equal.
 struct LookaheadPlan::DestinationSet {
-  std::vector<uint64_t> words;
-  explicit DestinationSet(uint32_t endpoints = 0, bool all = false)
-      : words((endpoints + 63) / 64, all ? ~uint64_t{0} : 0) {}
-  void add(EndpointId e) { words[e >> 6] |= 1ull << (e & 63); }
-  bool any() const {
-    for (uint64_t w : words)
-      if (w) return true;
-    return false;
+  struct Run {
+    uint32_t lo, hi;
+    bool operator==(const Run& o) const { return lo == o.lo && hi == o.hi; }
+  };
+  std::vector<Run> runs;
+  explicit DestinationSet(uint32_t endpoints = 0, bool all = false) {
+    if (all && endpoints) runs.push_back(Run{0, endpoints});
   }
+  // Add [lo, hi); cheap when it starts at or after the last run (filling in order).
+  void add_range(uint32_t lo, uint32_t hi) {
+    if (lo >= hi) return;
+    if (runs.empty() || lo > runs.back().hi) {
+      runs.push_back(Run{lo, hi});
+    } else if (lo >= runs.back().lo) {
+      runs.back().hi = std::max(runs.back().hi, hi);
+    } else {
+      DestinationSet one;
+      one.runs.push_back(Run{lo, hi});
+      add_all(one);
+    }
+  }
+  void add(EndpointId e) { add_range(e, uint32_t{e} + 1); }
+  bool any() const { return !runs.empty(); }
   bool intersects(const DestinationSet& o) const {
-    for (size_t i = 0; i < words.size(); ++i)
-      if (words[i] & o.words[i]) return true;
+    size_t i = 0, j = 0;
+    while (i < runs.size() && j < o.runs.size()) {
+      if (runs[i].hi <= o.runs[j].lo) {
+        ++i;
+      } else if (o.runs[j].hi <= runs[i].lo) {
+        ++j;
+      } else {
+        return true;
+      }
+    }
     return false;
   }
   // this |= (a & b); returns whether it grew.
   bool add_common(const DestinationSet& a, const DestinationSet& b) {
-    bool grew = false;
-    for (size_t i = 0; i < words.size(); ++i) {
-      const uint64_t w = words[i] | (a.words[i] & b.words[i]);
-      grew |= w != words[i];
-      words[i] = w;
+    DestinationSet both;
+    size_t i = 0, j = 0;
+    while (i < a.runs.size() && j < b.runs.size()) {
+      const uint32_t lo = std::max(a.runs[i].lo, b.runs[j].lo), hi = std::min(a.runs[i].hi, b.runs[j].hi);
+      if (lo < hi) both.runs.push_back(Run{lo, hi});  // disjoint and in order; not adjacent (a's and b's are not)
+      if (a.runs[i].hi < b.runs[j].hi) ++i; else ++j;
     }
-    return grew;
+    const size_t before = runs.size();
+    const std::vector<Run> old = runs;
+    add_all(both);
+    return runs.size() != before || !(runs == old);
   }
   void add_all(const DestinationSet& o) {
-    for (size_t i = 0; i < words.size(); ++i) words[i] |= o.words[i];
+    if (o.runs.empty()) return;
+    std::vector<Run> out;
+    out.reserve(runs.size() + o.runs.size());
+    size_t i = 0, j = 0;
+    while (i < runs.size() || j < o.runs.size()) {
+      const Run& r = j == o.runs.size() || (i < runs.size() && runs[i].lo <= o.runs[j].lo) ? runs[i++] : o.runs[j++];
+      if (!out.empty() && r.lo <= out.back().hi)
+        out.back().hi = std::max(out.back().hi, r.hi);
+      else
+        out.push_back(r);
+    }
+    runs = std::move(out);
   }
-  bool operator==(const DestinationSet& o) const { return words == o.words; }
+  bool operator==(const DestinationSet& o) const { return runs == o.runs; }
   uint64_t hash() const {
     return std::hash<std::string_view>{}(
-        std::string_view(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(uint64_t)));
+        std::string_view(reinterpret_cast<const char*>(runs.data()), runs.size() * sizeof(Run)));
   }
 };
 
 // Sets are kept once each and named by id: a fat tree's ports and links
 // carry a few distinct sets per router (a rack, a pod, all but a rack), not
-// one each -- a 65,536-bit set per port and per link was ~4.8 GB at k = 64,
-// built by every process of a run across processes (docs/performance/mpi.md).
+// one each. (With 65,536-bit sets, one per port and per link was ~4.8 GB at
+// k = 64; interned, with the fixed point's intermediate sets, 0.57 GB;
+// docs/performance/mpi.md.)
 struct LookaheadPlan::Routing {
   std::vector<DestinationSet> sets;                       // by id
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_hash;
@@ -84,10 +126,28 @@ std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const 
     const RouterNodeSpec& spec = topology.routers[r];
     const bool by_table = routers[r]->forwards_by_table();
     ports.assign(spec.num_ports, by_table ? nothing : everything);
-    if (by_table)
-      for (uint32_t d = 0; d < ne; ++d)  // not EndpointId: 65,536 endpoints at k = 64
-        for (PortId p : spec.routes.candidates(static_cast<EndpointId>(d)))
-          if (p < spec.num_ports) ports[p].add(d);
+    if (by_table) {
+      // Runs of destinations with the same entry, each added to its ports at once.
+      const RoutingTable::Direct table = spec.routes.direct();
+      auto add_run = [&](uint16_t entry, uint32_t lo, uint32_t hi) {
+        if (entry == kNoRoute) return;
+        const uint16_t one[1] = {entry};
+        const RoutingTable::Ports to = RoutingTable::is_group(entry) ? spec.routes.group_ports(entry)
+                                                                     : RoutingTable::Ports{one, one + 1};
+        for (PortId p : to)
+          if (p < spec.num_ports) ports[p].add_range(lo, hi);
+      };
+      uint32_t start = 0;
+      uint16_t entry = ne ? table.lookup(0) : kNoRoute;
+      for (uint32_t d = 1; d < ne; ++d) {  // not EndpointId: 65,536 endpoints at k = 64
+        const uint16_t e = table.lookup(static_cast<EndpointId>(d));
+        if (e == entry) continue;
+        add_run(entry, start, d);
+        entry = e;
+        start = d;
+      }
+      if (ne) add_run(entry, start, ne);
+    }
     for (const DestinationSet& s : ports) g.routed_to[r].push_back(g.intern(s));
   }
   {

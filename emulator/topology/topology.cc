@@ -6,6 +6,7 @@
 namespace flexplane {
 
 void Topology::index_links() {
+  for (RouterNodeSpec& r : routers) r.routes.share();  // the kinds have filled the tables
   link_at_.assign(routers.size(), {});
   for (size_t r = 0; r < routers.size(); ++r) link_at_[r].assign(routers[r].num_ports, -1);
   for (size_t i = 0; i < router_links.size(); ++i)

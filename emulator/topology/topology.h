@@ -92,7 +92,8 @@ struct Topology {
   // The routers' tiers, each once, in router order.
   std::vector<std::string> tiers() const;
 
-  // Call after the links are added (kinds do): indexes them for path().
+  // Call after the links are added (kinds do): indexes them for path(), and
+  // shares the routing tables' last private pages (RoutingTable::share).
   void index_links();
 
  private:
