@@ -212,6 +212,7 @@ void Engine::run(Timeslot end, const std::function<void(const EngineProgress&)>&
     // Room for every sample of this run up front (no regrowth copies), within reason.
     const uint64_t rows = (end - 1) / options_.occupancy_interval - begin / options_.occupancy_interval + 1;
     for (RouterNode* n : router_nodes_) {
+      if (!runs_router(n->id)) continue;  // another process samples it
       OccupancyTrace& o = n->occupancy;
       const uint64_t want = std::min<uint64_t>(o.times.size() + rows, (uint64_t{1} << 26) / std::max<uint16_t>(o.ports, 1));
       o.times.reserve(want);

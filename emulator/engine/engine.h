@@ -83,6 +83,8 @@ struct EngineOptions {
 // One router's results as another process ran it (Engine::unpack_results):
 // what the output writers read of it.
 struct RouterResults {
+  uint16_t ports = 0, queues = 0;       // its bank's shape (queues per port)
+  std::vector<StatDesc> stats;          // its scheme statistics' descriptions
   std::vector<QueueCounters> counters;  // [port * queues_per_port + queue], as in its bank
   std::vector<uint32_t> backlog_pkts;
   std::vector<uint64_t> backlog_bytes;
@@ -195,13 +197,17 @@ class Engine {
   uint32_t num_cores() const { return options_.cores; }
 
   // What output writers read of router `i`, wherever it ran (this process:
-  // its bank; another: the results it sent, unpack_results()).
+  // its bank; another: the results it sent, unpack_results()). A router
+  // another process runs is not bound here (no bank): before
+  // unpack_results() it reads as having no ports. router(i) is only
+  // meaningful for routers this process runs.
   QueueCounters queue_counters(uint32_t i, PortId p, QueueId q) const;
   uint32_t backlog_packets(uint32_t i, PortId p, QueueId q) const;
   uint64_t backlog_bytes(uint32_t i, PortId p, QueueId q) const;
   uint16_t queues_per_port(uint32_t i) const;
   uint16_t num_ports(uint32_t i) const;
   const RouterLosses& router_losses(uint32_t i) const;
+  std::vector<StatDesc> stat_descs(uint32_t i) const;
   // Runs across processes: this process's share of the results (its
   // routers' counters, backlogs, losses and occupancy; its cores' events and
   // scheme statistics), and, on the process that writes the outputs, every

@@ -113,16 +113,22 @@ void Engine::build(Traffic& traffic) {
     node->keep_samples = options_.occupancy_samples;
     node->occupancy.ports = spec.num_ports;
     node->occupancy.packet_bytes = options_.mtu_bytes;
-    node->byte_row.assign(spec.num_ports, 0);
-    node->occupancy.histogram.assign(options_.occupancy_interval ? spec.num_ports : 0, std::vector<uint64_t>(64, 0));
+    // Across processes, a router another process runs is only a place in
+    // the graph here: not bound (no queue bank, no scheme state), and none
+    // of the per-port scratch a step needs. Its results arrive after the
+    // run (unpack_results).
+    const bool here = runs_router(r);
+    const uint16_t ports = here ? spec.num_ports : 0;
+    node->byte_row.assign(ports, 0);
+    node->occupancy.histogram.assign(options_.occupancy_interval ? ports : 0, std::vector<uint64_t>(64, 0));
     node->trusted = routers_[r]->one_packet_per_port();
     node->out.assign(spec.num_ports, nullptr);
     node->kind.assign(spec.num_ports, PortKind::kNone);
     node->endpoint_at.assign(spec.num_ports, EndpointId{0});
-    node->used.assign((spec.num_ports + 63) / 64, 0);
-    node->batch.resize(spec.num_ports);
-    node->sent.resize(spec.num_ports);
-    node->sent_ports.resize(spec.num_ports);
+    node->used.assign((ports + 63) / 64, 0);
+    node->batch.resize(ports);
+    node->sent.resize(ports);
+    node->sent_ports.resize(ports);
     RouterEnv env;
     env.router_id = r;
     env.num_ports = spec.num_ports;
@@ -131,11 +137,11 @@ void Engine::build(Traffic& traffic) {
     env.routes = &spec.routes;
     env.sink = &node->core->log;
     env.seed = options_.seed;
-    routers_[r]->bind(env);
-    node->has_stats = !routers_[r]->stat_descs().empty();
+    if (here) routers_[r]->bind(env);
+    node->has_stats = here && !routers_[r]->stat_descs().empty();
     node->pauses = routers_[r]->pauses();
-    node->ingress.resize(spec.num_ports);
-    node->frames.resize(spec.num_ports);
+    node->ingress.resize(ports);
+    node->frames.resize(ports);
     node->rack_local.assign(spec.num_ports, 0);
     node->endpoint_port = &topology_.endpoint_port;
     rnodes[r] = node.get();
@@ -317,6 +323,7 @@ void Engine::build_activity(const std::vector<std::vector<std::pair<PortId, Link
     }
   }
   for (RouterNode* n : router_nodes_) {
+    if (!runs_router(n->id)) continue;  // another process runs it: never stepped here
     n->target.assign(n->out.size(), RouterNode::Target{});
     for (size_t p = 0; p < n->out.size(); ++p)
       if (n->out[p]) n->target[p].link = n->out[p]->view();
@@ -336,7 +343,7 @@ void Engine::build_activity(const std::vector<std::vector<std::pair<PortId, Link
       if (router_core_[from.router] != router_core_[to.router]) {
         d.remote_in |= bit;  // read every timeslot: its sender cannot wake us
         d.always = true;
-      } else {
+      } else if (runs_router(from.router)) {  // (a router another process runs has no targets here)
         RouterNode::Target& g = s.target[from.port];
         g.arrive = d.arrive.data();
         g.arrive_mask = d.arrive_mask;

@@ -30,7 +30,7 @@ void Engine::attach_partition() {
   for (uint32_t i = 0; i < cross_links_.size(); ++i)
     if (rank_of(cross_links_[i].from_core) != rank_of(cross_links_[i].to_core)) cross_index[cross_links_[i].link] = i;
   for (RouterNode* n : router_nodes_)
-    for (size_t p = 0; p < n->out.size(); ++p) {
+    for (size_t p = 0; p < n->target.size(); ++p) {  // (none for a router another process runs)
       const auto it = cross_index.find(n->out[p]);
       if (it == cross_index.end()) continue;
       n->target[p].cross = it->second;
@@ -63,8 +63,18 @@ uint64_t Engine::backlog_bytes(uint32_t i, PortId p, QueueId q) const {
     return r->backlog_bytes.at(size_t{p} * queues_per_port(i) + q);
   return routers_[i]->bank().bytes(p, q);
 }
-uint16_t Engine::queues_per_port(uint32_t i) const { return routers_[i]->bank().queues_per_port(); }
-uint16_t Engine::num_ports(uint32_t i) const { return routers_[i]->bank().num_ports(); }
+uint16_t Engine::queues_per_port(uint32_t i) const {
+  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->queues;
+  return routers_[i]->bank().queues_per_port();
+}
+uint16_t Engine::num_ports(uint32_t i) const {
+  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->ports;
+  return routers_[i]->bank().num_ports();
+}
+std::vector<StatDesc> Engine::stat_descs(uint32_t i) const {
+  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->stats;
+  return routers_[i]->stat_descs();
+}
 const RouterLosses& Engine::router_losses(uint32_t i) const {
   if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->losses;
   return routers_[i]->losses();
@@ -91,6 +101,9 @@ void Engine::pack_results(std::string& out) const {
         w.put(b.bytes(p, q));
       }
     w.put(routers_[i]->losses());
+    const std::vector<StatDesc> stats = routers_[i]->stat_descs();
+    w.put(static_cast<uint32_t>(stats.size()));
+    for (const StatDesc& d : stats) w.str(d.name), w.str(d.doc), w.put(d.scope);
     const RouterNode& node = *router_nodes_[i];
     w.put(node.link_losses);
     const OccupancyTrace& o = node.occupancy;
@@ -122,8 +135,10 @@ void Engine::unpack_results(const std::string& in) {
     if (i >= num_routers()) throw std::runtime_error("results: router " + std::to_string(i) + " out of range");
     auto res = std::make_unique<RouterResults>();
     const uint16_t ports = r.get<uint16_t>(), queues = r.get<uint16_t>();
-    if (ports != num_ports(i) || queues != queues_per_port(i))
+    if (ports != topology_.routers[i].num_ports)
       throw std::runtime_error("results: router " + std::to_string(i) + " has another shape on another rank");
+    res->ports = ports;
+    res->queues = queues;
     const size_t cells = size_t{ports} * queues;
     for (size_t c = 0; c < cells; ++c) {
       res->counters.push_back(r.get<QueueCounters>());
@@ -131,6 +146,12 @@ void Engine::unpack_results(const std::string& in) {
       res->backlog_bytes.push_back(r.get<uint64_t>());
     }
     res->losses = r.get<RouterLosses>();
+    res->stats.resize(r.get<uint32_t>());
+    for (StatDesc& d : res->stats) {
+      d.name = r.str();
+      d.doc = r.str();
+      d.scope = r.get<StatDesc::Scope>();
+    }
     RouterNode& node = *router_nodes_[i];
     node.link_losses = r.get<RouterLosses>();
     OccupancyTrace& o = node.occupancy;

@@ -26,6 +26,10 @@ class Writer {
     put(static_cast<uint64_t>(v.size()));
     out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
   }
+  void str(const std::string& s) {
+    put(static_cast<uint64_t>(s.size()));
+    out_.append(s);
+  }
 
  private:
   std::string& out_;
@@ -57,6 +61,13 @@ class Reader {
     const char* at = p_;
     p_ += n;
     return at;
+  }
+  std::string str() {
+    const uint64_t n = get<uint64_t>();
+    if (n > static_cast<uint64_t>(end_ - p_)) throw std::runtime_error("serial: string overruns its message");
+    std::string out(p_, static_cast<size_t>(n));
+    p_ += n;
+    return out;
   }
   bool done() const { return p_ == end_; }
   void expect_end() const {

@@ -399,7 +399,7 @@ void write_scheme_stats_csv(const std::string& path, double timeslot_ns, const E
   File out(path);
   const double ts_us = timeslot_ns / 1000.0;
   std::vector<std::vector<StatDesc>> descs;
-  for (uint32_t i = 0; i < engine.num_routers(); ++i) descs.push_back(engine.router(i).stat_descs());
+  for (uint32_t i = 0; i < engine.num_routers(); ++i) descs.push_back(engine.stat_descs(i));
   std::fprintf(out.f, "timeslot,time_us,router,port,queue,stat,value\n");
   for (const auto& s : engine.scheme_stats()) {
     const StatDesc& d = descs[s.router].at(s.stat);
@@ -532,7 +532,7 @@ void write_engine_outputs(const std::string& dir, const Engine& engine, const En
       write_occupancy_csv((d / "occupancy.csv").string(), options.timeslot_ns, engine);
     write_occupancy_summary_csv((d / "occupancy_summary.csv").string(), engine);
     bool stats = false;
-    for (uint32_t i = 0; i < engine.num_routers(); ++i) stats = stats || !engine.router(i).stat_descs().empty();
+    for (uint32_t i = 0; i < engine.num_routers(); ++i) stats = stats || !engine.stat_descs(i).empty();
     if (stats) write_scheme_stats_csv((d / "scheme_stats.csv").string(), options.timeslot_ns, engine);
   }
   if (options.packet_log) write_packets_csv((d / "packets.csv").string(), engine, events);
