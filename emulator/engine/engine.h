@@ -83,13 +83,25 @@ struct EngineOptions {
 // One router's results as another process ran it (Engine::unpack_results):
 // what the output writers read of it.
 struct RouterResults {
-  uint16_t ports = 0, queues = 0;       // its bank's shape (queues per port)
-  std::vector<StatDesc> stats;          // its scheme statistics' descriptions
-  std::vector<QueueCounters> counters;  // [port * queues_per_port + queue], as in its bank
-  std::vector<uint32_t> backlog_pkts;
-  std::vector<uint64_t> backlog_bytes;
+  uint16_t ports = 0, queues = 0;  // its bank's shape (queues per port)
+  std::vector<StatDesc> stats;     // its scheme statistics' descriptions
+  // Per queue (port * queues + queue): its counters, backlog packets and
+  // bytes (a QueueCell), as they travelled: zeros left out
+  // (serial::put_words), read back by cell().
+  std::string cells;
+  std::vector<uint32_t> cell_at;  // each queue's offset in `cells`
   RouterLosses losses;
 };
+
+// What the results carry per queue.
+struct QueueCell {
+  QueueCounters counters;
+  uint64_t backlog_pkts = 0;
+  uint64_t backlog_bytes = 0;
+  static constexpr size_t kWords = sizeof(QueueCounters) / 8 + 2;
+};
+static_assert(sizeof(QueueCounters) % 8 == 0 && sizeof(QueueCell) == QueueCell::kWords * 8,
+              "QueueCell travels as 64-bit words");
 
 // How one core synchronised with the cores that feed it (lookahead).
 struct CoreSyncStats {
@@ -213,7 +225,8 @@ class Engine {
   // scheme statistics), and, on the process that writes the outputs, every
   // other's share folded in: the accessors above then answer for every router.
   void pack_results(std::string& out) const;
-  void unpack_results(const std::string& in);
+  void unpack_results(const char* in, size_t n);
+  void unpack_results(const std::string& in) { unpack_results(in.data(), in.size()); }
   // Whether this process runs router `i` (always, without a partition).
   bool runs_router(uint32_t i) const {
     return !options_.partition || options_.partition->runs_core(router_core_[i]);
@@ -267,6 +280,21 @@ class Engine {
   std::vector<std::unique_ptr<Router>> routers_;
   EngineOptions options_;
   std::vector<uint32_t> router_core_;
+  // Zero-filled anonymous memory for the wheels of links between cores
+  // (engine_build.cc), backed page by page as packets are written.
+  class WheelArena {
+   public:
+    explicit WheelArena(size_t bytes);
+    ~WheelArena();
+    WheelArena(const WheelArena&) = delete;
+    WheelArena& operator=(const WheelArena&) = delete;
+    void* data() const { return data_; }
+
+   private:
+    void* data_ = nullptr;
+    size_t bytes_ = 0;
+  };
+  std::unique_ptr<WheelArena> wheels_;  // before links_: the links point into it
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<RouterNode*> router_nodes_;  // by router id (owned by the cores)
   std::vector<std::unique_ptr<Core>> cores_;
@@ -281,6 +309,8 @@ class Engine {
   std::vector<PartitionView::CrossLink> cross_links_;  // links between cores
   std::unique_ptr<PartitionView> partition_view_;
   std::vector<std::unique_ptr<RouterResults>> remote_results_;  // by router; set by unpack_results
+  const RouterResults* remote(uint32_t i) const { return remote_results_.empty() ? nullptr : remote_results_[i].get(); }
+  static QueueCell cell(const RouterResults& r, PortId p, QueueId q);
   int64_t start_ns_ = 0;          // real time: wall clock of timeslot `start_slot_`
   double pace_ns_per_tick_ = 1.0; // real time: the TSC's rate, measured at start (pace_clock.h)
   Timeslot start_slot_ = 0;

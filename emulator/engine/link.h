@@ -20,9 +20,19 @@ namespace flexplane {
 
 class alignas(kCacheLine) Link {
  public:
+  Link() = default;
+  Link(const Link&) = delete;  // the wheel may be its own: not shared by copies
+  Link& operator=(const Link&) = delete;
+
+  // A slot holds the packet arriving at timeslot t when code == ~t. All
+  // zero bytes are an empty slot, so a wheel in fresh zero pages is empty
+  // and costs memory only where packets are written (Engine: the wheels of
+  // links between cores).
   struct Slot {
-    Timeslot stamp = ~Timeslot{0};
+    Timeslot code = 0;
     Packet pkt{};
+    bool holds(Timeslot t) const { return code == ~t; }
+    void set(Timeslot t) { code = ~t; }
   };
   // The control lane (PFC pause frames, api/pfc.h): beside the packets, only
   // on links whose sender pauses. A frame does not take the packet's slot
@@ -40,15 +50,16 @@ class alignas(kCacheLine) Link {
     uint32_t latency = 1;
     CtrlSlot* ctrl = nullptr;  // null: no control lane
     bool put(Timeslot now, const Packet& p) const {
-      Slot& s = slots[(now + latency) & mask];
-      if (s.stamp == now + latency) return false;
-      s.stamp = now + latency;
+      const Timeslot at = now + latency;
+      Slot& s = slots[at & mask];
+      if (s.holds(at)) return false;
+      s.set(at);
       s.pkt = p;
       return true;
     }
     bool take(Timeslot now, Packet& out) const {
       const Slot& s = slots[now & mask];
-      if (s.stamp != now) return false;
+      if (!s.holds(now)) return false;
       out = s.pkt;
       return true;
     }
@@ -65,14 +76,22 @@ class alignas(kCacheLine) Link {
     }
   };
   // Valid for the link's lifetime (init() and enable_ctrl() are called before).
-  View view() { return View{slots_.data(), mask_, latency_, ctrl_.empty() ? nullptr : ctrl_.data()}; }
-  void enable_ctrl() { ctrl_.assign(slots_.size(), CtrlSlot{}); }
+  View view() { return View{slots_, mask_, latency_, ctrl_.empty() ? nullptr : ctrl_.data()}; }
+  void enable_ctrl() { ctrl_.assign(mask_ + 1, CtrlSlot{}); }
   bool has_ctrl() const { return !ctrl_.empty(); }
 
-  void init(uint32_t latency, uint32_t window_pow2) {
+  // `storage` (optional): window_pow2 zeroed slots, cache-line aligned, that
+  // outlive the link; else the link allocates its own.
+  void init(uint32_t latency, uint32_t window_pow2, Slot* storage = nullptr) {
     latency_ = latency;
     mask_ = window_pow2 - 1;
-    slots_.assign(window_pow2, Slot{});
+    if (storage) {
+      own_.clear();
+      slots_ = storage;
+    } else {
+      own_.assign(window_pow2, Slot{});
+      slots_ = own_.data();
+    }
   }
 
   // Send `p` at timeslot `now`. Returns false if the link already carries a
@@ -82,7 +101,7 @@ class alignas(kCacheLine) Link {
 
   // The packet arriving at `now`, if any.
   bool take(Timeslot now, Packet& out) const {
-    return View{const_cast<Slot*>(slots_.data()), mask_, latency_, nullptr}.take(now, out);  // take() only reads
+    return View{slots_, mask_, latency_, nullptr}.take(now, out);
   }
 
   // The first arrival timeslot in [from, until) that carries a packet, or
@@ -90,16 +109,18 @@ class alignas(kCacheLine) Link {
   // slots are written (its own link, or before another core's watermark).
   Timeslot first_arrival(Timeslot from, Timeslot until, Timeslot none) const {
     for (Timeslot t = from; t < until; ++t)
-      if (slots_[t & mask_].stamp == t) return t;
+      if (slots_[t & mask_].holds(t)) return t;
     return none;
   }
 
   uint32_t latency() const { return latency_; }
 
  private:
-  // The slot array is cache-line aligned and padded (cache_vector), so links
-  // owned by different cores never share a line.
-  cache_vector<Slot> slots_;
+  // The slot array is cache-line aligned and padded (cache_vector, or the
+  // storage given to init()), so links owned by different cores never share
+  // a line.
+  Slot* slots_ = nullptr;  // own_, or storage given to init()
+  cache_vector<Slot> own_;
   cache_vector<CtrlSlot> ctrl_;  // empty: no control lane
   uint64_t mask_ = 0;
   uint32_t latency_ = 1;

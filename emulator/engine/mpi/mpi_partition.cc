@@ -288,7 +288,7 @@ void MpiPartition::apply(const char* data, size_t n, int from) {
         const Timeslot a = r.get<Timeslot>();
         Link::Slot& s = v.slots[a & v.mask];
         s.pkt = r.get<Packet>();
-        s.stamp = a;
+        s.set(a);
         break;
       }
       case kItem: {
