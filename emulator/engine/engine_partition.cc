@@ -1,5 +1,6 @@
 // The engine's side of runs across processes (partition.h): what it shows a
 // Partition, and its results folded together after the run.
+#include <cstring>
 #include <map>
 
 #include "api/params.h"
@@ -48,39 +49,47 @@ void Engine::attach_partition() {
   options_.partition->attach(partition_view_.get());
 }
 
+QueueCell Engine::cell(const RouterResults& r, PortId p, QueueId q) {
+  const size_t i = size_t{p} * r.queues + q;
+  QueueCell c;
+  serial::Reader in(r.cells.data() + r.cell_at.at(i), r.cells.size() - r.cell_at[i]);
+  uint64_t words[QueueCell::kWords];
+  in.words(words, QueueCell::kWords);
+  std::memcpy(&c, words, sizeof c);
+  return c;
+}
+
 QueueCounters Engine::queue_counters(uint32_t i, PortId p, QueueId q) const {
-  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
-    return r->counters.at(size_t{p} * queues_per_port(i) + q);
+  if (const RouterResults* r = remote(i)) return cell(*r, p, q).counters;
   return routers_[i]->bank().counters(p, q);
 }
 uint32_t Engine::backlog_packets(uint32_t i, PortId p, QueueId q) const {
-  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
-    return r->backlog_pkts.at(size_t{p} * queues_per_port(i) + q);
+  if (const RouterResults* r = remote(i)) return static_cast<uint32_t>(cell(*r, p, q).backlog_pkts);
   return routers_[i]->bank().packets(p, q);
 }
 uint64_t Engine::backlog_bytes(uint32_t i, PortId p, QueueId q) const {
-  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get())
-    return r->backlog_bytes.at(size_t{p} * queues_per_port(i) + q);
+  if (const RouterResults* r = remote(i)) return cell(*r, p, q).backlog_bytes;
   return routers_[i]->bank().bytes(p, q);
 }
 uint16_t Engine::queues_per_port(uint32_t i) const {
-  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->queues;
+  if (const RouterResults* r = remote(i)) return r->queues;
   return routers_[i]->bank().queues_per_port();
 }
 uint16_t Engine::num_ports(uint32_t i) const {
-  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->ports;
+  if (const RouterResults* r = remote(i)) return r->ports;
   return routers_[i]->bank().num_ports();
 }
 std::vector<StatDesc> Engine::stat_descs(uint32_t i) const {
-  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->stats;
+  if (const RouterResults* r = remote(i)) return r->stats;
   return routers_[i]->stat_descs();
 }
 const RouterLosses& Engine::router_losses(uint32_t i) const {
-  if (const RouterResults* r = remote_results_.empty() ? nullptr : remote_results_[i].get()) return r->losses;
+  if (const RouterResults* r = remote(i)) return r->losses;
   return routers_[i]->losses();
 }
 
-// Layout: per local router (id, ports, queues, counters, backlogs, losses,
+// Layout: per local router (id, ports, queues, each queue's QueueCell as
+// serial::put_words, losses, scheme-statistic descriptions,
 // link losses, occupancy trace), then per local core (events, scheme stats).
 void Engine::pack_results(std::string& out) const {
   if (!options_.partition) throw std::logic_error("engine: pack_results needs a partition");
@@ -96,9 +105,13 @@ void Engine::pack_results(std::string& out) const {
     w.put(b.queues_per_port());
     for (PortId p = 0; p < b.num_ports(); ++p)
       for (QueueId q = 0; q < b.queues_per_port(); ++q) {
-        w.put(b.counters(p, q));
-        w.put(b.packets(p, q));
-        w.put(b.bytes(p, q));
+        QueueCell c;
+        c.counters = b.counters(p, q);
+        c.backlog_pkts = b.packets(p, q);
+        c.backlog_bytes = b.bytes(p, q);
+        uint64_t words[QueueCell::kWords];
+        std::memcpy(words, &c, sizeof c);
+        serial::put_words(w, words, QueueCell::kWords);
       }
     w.put(routers_[i]->losses());
     const std::vector<StatDesc> stats = routers_[i]->stat_descs();
@@ -126,8 +139,8 @@ void Engine::pack_results(std::string& out) const {
   }
 }
 
-void Engine::unpack_results(const std::string& in) {
-  serial::Reader r(in);
+void Engine::unpack_results(const char* data, size_t size) {
+  serial::Reader r(data, size);
   if (remote_results_.empty()) remote_results_.resize(num_routers());
   const uint32_t n = r.get<uint32_t>();
   for (uint32_t k = 0; k < n; ++k) {
@@ -140,11 +153,16 @@ void Engine::unpack_results(const std::string& in) {
     res->ports = ports;
     res->queues = queues;
     const size_t cells = size_t{ports} * queues;
-    for (size_t c = 0; c < cells; ++c) {
-      res->counters.push_back(r.get<QueueCounters>());
-      res->backlog_pkts.push_back(r.get<uint32_t>());
-      res->backlog_bytes.push_back(r.get<uint64_t>());
+    const char* first = nullptr;
+    res->cell_at.reserve(cells);
+    for (size_t c = 0; c < cells; ++c) {  // checked and indexed here; kept as they came
+      const size_t at = r.offset(data);
+      if (!first) first = data + at;
+      res->cell_at.push_back(static_cast<uint32_t>(data + at - first));
+      uint64_t words[QueueCell::kWords];
+      r.words(words, QueueCell::kWords);
     }
+    if (cells) res->cells.assign(first, data + r.offset(data));
     res->losses = r.get<RouterLosses>();
     res->stats.resize(r.get<uint32_t>());
     for (StatDesc& d : res->stats) {

@@ -35,6 +35,21 @@ class Writer {
   std::string& out_;
 };
 
+// Words with the zeros left out: per run of up to 64 words, a bitmap of
+// those that are not zero, then those words. Counters are mostly zero (a
+// router's queues that saw no drop, a port that never filled): results of
+// a run across processes shrink several times over (docs/design.md).
+inline void put_words(Writer& w, const uint64_t* v, size_t n) {
+  for (size_t base = 0; base < n; base += 64) {
+    const size_t end = n - base < 64 ? n : base + 64;
+    uint64_t bits = 0;
+    for (size_t i = base; i < end; ++i) bits |= uint64_t{v[i] != 0} << (i - base);
+    w.put(bits);
+    for (size_t i = base; i < end; ++i)
+      if (v[i]) w.put(v[i]);
+  }
+}
+
 class Reader {
  public:
   Reader(const char* data, size_t n) : p_(data), end_(data + n) {}
@@ -69,6 +84,16 @@ class Reader {
     p_ += n;
     return out;
   }
+  // The words put_words wrote (n of them, as there).
+  void words(uint64_t* v, size_t n) {
+    for (size_t base = 0; base < n; base += 64) {
+      const size_t end = n - base < 64 ? n : base + 64;
+      const uint64_t bits = get<uint64_t>();
+      if (end - base < 64 && bits >> (end - base)) throw std::runtime_error("serial: word bitmap out of range");
+      for (size_t i = base; i < end; ++i) v[i] = bits >> (i - base) & 1 ? get<uint64_t>() : 0;
+    }
+  }
+  size_t offset(const char* start) const { return static_cast<size_t>(p_ - start); }
   bool done() const { return p_ == end_; }
   void expect_end() const {
     if (p_ != end_) throw std::runtime_error("serial: " + std::to_string(end_ - p_) + " bytes left over");

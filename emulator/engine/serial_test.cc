@@ -57,3 +57,31 @@ TEST_CASE("serial: short, overlong and left-over messages throw", "[serial]") {
     CHECK(r.done());
   }
 }
+
+TEST_CASE("serial: words with the zeros left out come back as they were, and strings too", "[serial]") {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{41}, size_t{64}, size_t{65}, size_t{200}}) {
+    INFO("n = " << n);
+    std::vector<uint64_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = i % 3 == 0 ? 0 : (i * 0x9e3779b97f4a7c15ull) | 1;
+    if (n) v[n - 1] = ~uint64_t{0};
+    std::string buf;
+    serial::Writer w(buf);
+    serial::put_words(w, v.data(), n);
+    w.str("a name");
+    size_t nonzero = 0;
+    for (uint64_t x : v) nonzero += x != 0;
+    CHECK(buf.size() == 8 * ((n + 63) / 64 + nonzero) + 8 + 6);  // bitmaps, the words that are not zero, the string
+    serial::Reader r(buf);
+    std::vector<uint64_t> back(n, 7);
+    r.words(back.data(), n);
+    CHECK(back == v);
+    CHECK(r.str() == "a name");
+    r.expect_end();
+  }
+  // A bitmap naming words past the end is refused, not read.
+  std::string bad;
+  serial::Writer(bad).put(uint64_t{1} << 5);
+  serial::Reader r(bad);
+  uint64_t out[3];
+  CHECK_THROWS_WITH(r.words(out, 3), Catch::Contains("bitmap"));
+}

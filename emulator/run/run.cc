@@ -240,10 +240,12 @@ bool gather_results(const RunConfig& c, Engine& engine, FlowTraffic& traffic, Pa
   std::string engine_part, traffic_part, mine;
   engine.pack_results(engine_part);
   traffic.pack_results(local, traffic_part);
+  mine.reserve(engine_part.size() + traffic_part.size() + 3 * sizeof(uint64_t));
   serial::Writer w(mine);
-  for (const std::string* part : {&engine_part, &traffic_part}) {
+  for (std::string* part : {&engine_part, &traffic_part}) {
     w.put(static_cast<uint64_t>(part->size()));
     mine += *part;
+    std::string().swap(*part);
   }
   w.put(peak_rss_mb());
   const std::vector<std::string> all = partition.gather(mine);
@@ -252,7 +254,7 @@ bool gather_results(const RunConfig& c, Engine& engine, FlowTraffic& traffic, Pa
     serial::Reader in(all[r]);
     uint64_t n = in.get<uint64_t>();
     const char* engine_bytes = in.bytes(n);
-    if (r) engine.unpack_results(std::string(engine_bytes, n));
+    if (r) engine.unpack_results(engine_bytes, n);
     n = in.get<uint64_t>();
     const char* traffic_bytes = in.bytes(n);
     if (r) traffic.unpack_results(std::string(traffic_bytes, n));
