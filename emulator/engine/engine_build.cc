@@ -129,6 +129,8 @@ void Engine::build(Traffic& traffic) {
     if (big_wheel(from_core, to_core)) {
       links_.back()->init(latency, window_, next_wheel);
       next_wheel += window_;
+    } else if (part && !part->runs_core(from_core) && !part->runs_core(to_core)) {
+      links_.back()->init_untouched(latency);  // between routers other processes run: no wheel here
     } else {
       links_.back()->init(latency, next_pow2(latency + 1));
     }
@@ -307,7 +309,10 @@ void Engine::build(Traffic& traffic) {
     bool feeds = false;
     for (const auto& core : cores_) feeds |= !core->downstream.empty();
     std::vector<LookaheadPlan> plans;
-    if (feeds) plans = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, progress);
+    std::vector<bool> wanted(options_.cores, true);  // across processes: plans for this process's cores only
+    if (part)
+      for (uint32_t c = 0; c < options_.cores; ++c) wanted[c] = part->runs_core(c);
+    if (feeds) plans = LookaheadPlan::build(topology_, router_core_, rs, directed, racks, progress, wanted);
     for (auto& core : cores_) {
       if (core->downstream.empty()) continue;
       core->plan = std::move(plans[core->id]);

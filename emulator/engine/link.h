@@ -80,6 +80,14 @@ class alignas(kCacheLine) Link {
   void enable_ctrl() { ctrl_.assign(mask_ + 1, CtrlSlot{}); }
   bool has_ctrl() const { return !ctrl_.empty(); }
 
+  // A link this process never reads or writes (across processes: between
+  // two routers others run): its latency, no wheel (view() has no slots).
+  void init_untouched(uint32_t latency) {
+    latency_ = latency;
+    mask_ = 0;
+    own_.clear();
+    slots_ = nullptr;
+  }
   // `storage` (optional): window_pow2 zeroed slots, cache-line aligned, that
   // outlive the link; else the link allocates its own.
   void init(uint32_t latency, uint32_t window_pow2, Slot* storage = nullptr) {

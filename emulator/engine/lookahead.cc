@@ -112,7 +112,8 @@ std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const 
                                                 const std::vector<const Router*>& routers,
                                                 const std::vector<DirectedLink>& links,
                                                 const std::vector<const RackPromise*>& racks,
-                                                const std::vector<CoreProgress>& cores) {
+                                                const std::vector<CoreProgress>& cores,
+                                                const std::vector<bool>& wanted) {
   const uint32_t nr = static_cast<uint32_t>(topology.routers.size());
   const uint32_t ne = topology.num_endpoints;
   const DestinationSet everything(ne, true), nothing(ne);
@@ -187,7 +188,8 @@ std::vector<LookaheadPlan> LookaheadPlan::build(const Topology& topology, const 
 
   std::vector<LookaheadPlan> plans;
   for (uint32_t core = 0; core < cores.size(); ++core)
-    plans.push_back(plan_for(core, g, router_core, routers, links, racks, cores));
+    plans.push_back(wanted.empty() || wanted.at(core) ? plan_for(core, g, router_core, routers, links, racks, cores)
+                                                      : LookaheadPlan{});
   return plans;
 }
 

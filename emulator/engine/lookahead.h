@@ -76,11 +76,14 @@ class LookaheadPlan {
  public:
   // One plan per core (the routing analysis is shared). routers[i]
   // implements topology.routers[i]; racks[i] is router i's rack (null if none).
+  // `wanted` (optional, by core): the cores to plan for; the others' plans
+  // are left empty (across processes: the cores another process runs).
   static std::vector<LookaheadPlan> build(const Topology& topology, const std::vector<uint32_t>& router_core,
                                           const std::vector<const Router*>& routers,
                                           const std::vector<DirectedLink>& links,
                                           const std::vector<const RackPromise*>& racks,
-                                          const std::vector<CoreProgress>& cores);
+                                          const std::vector<CoreProgress>& cores,
+                                          const std::vector<bool>& wanted = {});
 
   // After timeslot `now` has run on this core: by_core[c] = the first arrival
   // timeslot on this core's links to core c that is not promised idle
