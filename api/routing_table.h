@@ -4,17 +4,17 @@
 // ports; a flow hash (salted per router) picks one, so all packets of a flow
 // take the same path. route() is a couple of loads: no virtual call.
 //
-// Two bytes per destination (docs/design.md, "Routing tables in shared
-// pages"): a single-path destination holds its port, an ECMP destination
-// kGroupBase + the index of its group, an unknown one kNoRoute. Each
-// distinct list of ports is stored once per table (a fat tree's edge router
-// has one: its uplinks). The entries live in pages of 1,024 destinations,
-// and every page whose contents another table (or another page) already
-// holds is shared with it, process-wide (RoutePagePool): a k = 64 fat tree's
-// 5,120 tables of 65,536 destinations are a few hundred distinct pages
-// (~1 MB, and 5 MB of page pointers), where flat arrays took 671 MB, and a
-// copy of a topology copies pointers. route() reads the page pointer, then
-// the entry.
+// Two bytes per destination (docs/design.md, "Memory for large fabrics"):
+// a single-path destination holds its port, an ECMP destination kGroupBase
+// + the index of its group, an unknown one kNoRoute. Each distinct list of
+// ports is stored once per table (a fat tree's edge router has one: its
+// uplinks). The entries live in pages of 1,024 destinations, and every page
+// whose contents another table (or another page) already holds is shared
+// with it, process-wide (RoutePagePool): a k = 64 fat tree's 5,120 tables
+// of 65,536 destinations are 98 distinct pages (0.2 MB) and 5.2 MB of page
+// pointers (make_fat_tree(64) and RoutePagePool::size()), where flat arrays
+// took 671 MB, and a copy of a topology copies pointers. route() reads the
+// page pointer, then the entry.
 //
 // Building: set() writes into a page of the table's own (copied from the
 // shared one the first time), which is shared as soon as set() moves on to

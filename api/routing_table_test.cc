@@ -133,7 +133,8 @@ TEST_CASE("routing table: a k = 16 fat tree's tables share a few pages", "[routi
   // their pod's (16); cores: one page, all alike. Fewer if an earlier test's
   // tables are still alive and hold some of them.
   REQUIRE(distinct <= 128 + 16 + 1);
-  REQUIRE(t.routers[0].routes.same_page(t.routers[0].routes, 0));
-  const uint32_t first_core = 2 * 16 * 8;
+  const uint32_t first_agg = 16 * 8, first_core = 2 * 16 * 8;
+  REQUIRE(t.routers[first_agg].routes.same_page(t.routers[first_agg + 1].routes, 0));  // two aggs of pod 0
+  REQUIRE(!t.routers[first_agg].routes.same_page(t.routers[first_agg + 8].routes, 0));  // ... and one of pod 1
   REQUIRE(t.routers[first_core].routes.same_page(t.routers[first_core + 5].routes, 0));
 }

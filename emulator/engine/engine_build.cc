@@ -110,8 +110,8 @@ void Engine::build(Traffic& traffic) {
   // smallest wheel.
   // The cross-core wheels lie in one zero-filled mapping (WheelArena): a
   // page is backed by memory only once a packet is written there, so a
-  // link that carries nothing costs nothing (at k = 64 on 2 cores, 131,072
-  // wheels of 6 KB, most of them idle in a sparse run).
+  // link that carries nothing costs nothing (a k = 64 run on 2 cores has
+  // 131,072 wheels of 6 KB).
   const Partition* part = options_.partition;
   auto big_wheel = [&](uint32_t from_core, uint32_t to_core) {
     const bool touched_here = !part || part->runs_core(from_core) || part->runs_core(to_core);

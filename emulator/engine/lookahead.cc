@@ -59,10 +59,14 @@ struct LookaheadPlan::DestinationSet {
       if (lo < hi) both.runs.push_back(Run{lo, hi});  // disjoint and in order; not adjacent (a's and b's are not)
       if (a.runs[i].hi < b.runs[j].hi) ++i; else ++j;
     }
-    const size_t before = runs.size();
-    const std::vector<Run> old = runs;
+    const uint64_t before = count();
     add_all(both);
-    return runs.size() != before || !(runs == old);
+    return count() != before;  // a union grows iff it covers more ids
+  }
+  uint64_t count() const {
+    uint64_t n = 0;
+    for (const Run& r : runs) n += r.hi - r.lo;
+    return n;
   }
   void add_all(const DestinationSet& o) {
     if (o.runs.empty()) return;
