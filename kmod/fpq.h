@@ -76,6 +76,7 @@ struct fpq_flow {
 	u16		open_room;	/* 0: no abstract packet open */
 	u16		open_dst;
 	u8		open_tos;
+	u64		ready_ns;	/* its head may leave since (stage RELEASE) */
 };
 
 /* Per-skb state while held, in qdisc_skb_cb()->data. An skb spans the
@@ -175,7 +176,40 @@ struct fpq_sched_data {
 	int			tree_bytes;
 
 	struct tc_flexplane_counters stats;
+
+	/* Stage durations (docs/kmod.md, "Stages"): per request slot, when it
+	 * was submitted and first sent (0: not yet); rx_now is the receive
+	 * hook's clock while fp_ep_rx() hands out verdicts.
+	 */
+	struct fpq_stamp {
+		u64	submit_ns;
+		u64	sent_ns;
+	}			*stamps;
+	u64			rx_now;
+	struct tc_flexplane_stage stages[__FLEXPLANE_STAGE_MAX];
 };
+
+/* The histogram bucket of a duration (layout: uapi/flexplane.h). */
+static inline u32 fpq_stage_bucket(u64 ns)
+{
+	u32 e;
+
+	if (ns < 2)
+		return ns;
+	e = fls64(ns) - 1;
+	return min_t(u32, 2 * e + ((ns >> (e - 1)) & 1), FLEXPLANE_STAGE_BUCKETS - 1);
+}
+
+/* Under q->lock. */
+static inline void fpq_stage_add(struct fpq_sched_data *q, unsigned int stage, u64 ns)
+{
+	struct tc_flexplane_stage *s = &q->stages[stage];
+
+	s->count++;
+	s->sum_ns += ns;
+	s->max_ns = max(s->max_ns, ns);
+	s->hist[fpq_stage_bucket(ns)]++;
+}
 
 extern bool fpq_cycle_stats;
 

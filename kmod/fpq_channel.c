@@ -97,8 +97,10 @@ static int fpq_conn_adopt(struct fpq_sched_data *q, const struct fp_reject *r,
 
 		if (s->state != FP_SLOT_PENDING)
 			continue;
-		if (i != j)
+		if (i != j) {
 			q->slots[j & c->mask] = *s;
+			q->stamps[j & c->mask] = q->stamps[i & c->mask];
+		}
 		j++;
 	}
 	n = j - low;
@@ -257,6 +259,21 @@ static void fpq_wake(struct fpq_sched_data *q)
 	}
 }
 
+/* Requests [from, tx.max) went out for the first time at now (stage
+ * BATCH ends, TRIP begins). A session that restarted numbers them anew:
+ * then the range is not one of ours and nothing is stamped.
+ */
+static void fpq_stamp_sent(struct fpq_sched_data *q, u32 from, u64 now)
+{
+	const struct fp_ep_conn *c = &q->conn;
+	u32 i;
+
+	if (c->tx.max - from > q->nslots)
+		return;
+	for (i = from; i != c->tx.max; i++)
+		q->stamps[i & c->mask].sent_ns = now;
+}
+
 static void fpq_tx_work(struct work_struct *work)
 {
 	struct fpq_sched_data *q = container_of(work, struct fpq_sched_data, tx_work);
@@ -265,6 +282,7 @@ static void fpq_tx_work(struct work_struct *work)
 
 	do {
 		u64 t0 = fpq_cycles(), now;
+		u32 first_new;
 
 		spin_lock_bh(&q->lock);
 		if (q->stopping) {
@@ -273,12 +291,14 @@ static void fpq_tx_work(struct work_struct *work)
 		}
 		now = ktime_get_ns();
 		fpq_watch(q, now);
+		first_new = q->conn.tx.max;
 		for (n = 0; n < FPQ_TX_BURST; n++) {
 			lens[n] = fp_ep_poll(&q->conn, now, q->txbuf + n * FPQ_DGRAM_MAX,
 					     FPQ_DGRAM_MAX);
 			if (lens[n] <= 0)
 				break;
 		}
+		fpq_stamp_sent(q, first_new, now);
 		more = n == FPQ_TX_BURST;
 		if (!more)
 			fpq_schedule(q, now);
@@ -331,6 +351,7 @@ static int fpq_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	}
 	now = ktime_get_ns();
 	verdicts = q->conn.stats.verdicts;
+	q->rx_now = now;
 	fp_ep_rx(&q->conn, skb->data + sizeof(struct udphdr),
 		 skb->len - sizeof(struct udphdr), now, fpq_on_verdict, q);
 	if (q->conn.stats.verdicts != verdicts)
@@ -372,8 +393,9 @@ int fpq_channel_start(struct fpq_sched_data *q, struct netlink_ext_ack *extack)
 
 	q->nslots = q->p.window;
 	q->slots = kvcalloc(q->nslots, sizeof(*q->slots), GFP_KERNEL);
+	q->stamps = kvcalloc(q->nslots, sizeof(*q->stamps), GFP_KERNEL);
 	q->txbuf = kmalloc_array(FPQ_TX_BURST, FPQ_DGRAM_MAX, GFP_KERNEL);
-	if (!q->slots || !q->txbuf)
+	if (!q->slots || !q->stamps || !q->txbuf)
 		return -ENOMEM;
 	q->emu.sin_family = AF_INET;
 	q->emu.sin_addr.s_addr = q->p.emu_addr;
@@ -429,6 +451,8 @@ void fpq_channel_stop(struct fpq_sched_data *q)
 	}
 	kvfree(q->slots);
 	q->slots = NULL;
+	kvfree(q->stamps);
+	q->stamps = NULL;
 	kfree(q->txbuf);
 	q->txbuf = NULL;
 }

@@ -396,9 +396,13 @@ int fpq_admit(struct fpq_sched_data *q, struct sk_buff *skb,
 			.dscp = pi->dscp,
 		};
 
+		struct fpq_stamp *st = &q->stamps[q->conn.next & q->conn.mask];
+
 		flow->unverdicted++;
 		fpq_prepare_request(q, skb, flow, &req);
 		WARN_ON_ONCE(fp_ep_submit(&q->conn, &req, fpq_cookie(bucket, req.id), now));
+		st->submit_ns = now;
+		st->sent_ns = 0;
 	}
 
 	cb = fpq_cb(skb);
@@ -504,6 +508,21 @@ static void fpq_prepare_to_send(struct fpq_sched_data *q, struct sk_buff *skb,
 	}
 }
 
+/* The request in this slot got its verdict at q->rx_now: how long it
+ * waited to be sent, and for its verdict once sent.
+ */
+static void fpq_stage_verdict(struct fpq_sched_data *q, const struct fp_request *req)
+{
+	const struct fp_ep_slot *slot = container_of(req, struct fp_ep_slot, req);
+	struct fpq_stamp *st = &q->stamps[slot - q->slots];
+
+	if (!st->sent_ns)
+		return;
+	fpq_stage_add(q, FLEXPLANE_STAGE_BATCH, st->sent_ns - st->submit_ns);
+	fpq_stage_add(q, FLEXPLANE_STAGE_TRIP, q->rx_now - st->sent_ns);
+	st->sent_ns = 0;
+}
+
 /* Called by fp_ep_rx() once per verdict, in order, under q->lock. */
 void fpq_on_verdict(void *ctx, const struct fp_verdict *v,
 		    const struct fp_request *req, u64 user)
@@ -515,6 +534,7 @@ void fpq_on_verdict(void *ctx, const struct fp_verdict *v,
 
 	if (WARN_ON_ONCE(bucket >= q->p.flows_cnt))
 		return;
+	fpq_stage_verdict(q, req);
 	flow = &q->flows[bucket];
 	q->stats.verdicts++;
 	if (v->action == FP_ACT_DROP)
@@ -542,8 +562,10 @@ void fpq_on_verdict(void *ctx, const struct fp_verdict *v,
 		fpq_prepare_to_send(q, skb, cb, i, v);
 		if (!--cb->pending) {
 			cb->ready = 1;
-			if (skb == flow->head)
+			if (skb == flow->head) {
 				fpq_flow_ready(q, flow);
+				flow->ready_ns = q->rx_now;
+			}
 		}
 	}
 }

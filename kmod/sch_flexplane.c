@@ -484,6 +484,7 @@ static struct sk_buff *fpq_dequeue(struct Qdisc *sch)
 	u64 t0 = fpq_cycles();
 	struct fpq_flow *flow;
 	int tree_pkts = 0, tree_bytes = 0;
+	u64 now = 0;
 
 	spin_lock(&q->lock);
 	if (unlikely(q->stopping)) {
@@ -493,10 +494,19 @@ static struct sk_buff *fpq_dequeue(struct Qdisc *sch)
 	skb = __qdisc_dequeue_head(&q->bypass);
 	while (!skb && (flow = list_first_entry_or_null(&q->ready, struct fpq_flow, ready))) {
 		struct sk_buff *head = fpq_flow_pop(q, flow);
+		bool managed = !fpq_cb(head)->fallback;
+		u64 ready_ns = flow->ready_ns;
 
+		if (!now)
+			now = ktime_get_ns();
+		/* Its next packet, if it may leave too, waits for us from now. */
+		flow->ready_ns = now;
 		skb = fpq_release(q, flow, head);
 		if (IS_ERR(skb)) {		/* replaced by its segments */
+			flow->ready_ns = ready_ns;
 			skb = NULL;
+		} else if (skb && managed) {
+			fpq_stage_add(q, FLEXPLANE_STAGE_RELEASE, now - ready_ns);
 		} else if (!skb) {		/* dropped on its verdict */
 			sch->q.qlen--;
 			qdisc_qstats_backlog_dec(sch, head);
@@ -648,45 +658,56 @@ nla_put_failure:
 static int fpq_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 {
 	struct fpq_sched_data *q = qdisc_priv(sch);
-	struct tc_flexplane_xstats st = { .version = FLEXPLANE_XSTATS_VERSION };
 	const struct fp_ep_conn *c = &q->conn;
+	struct tc_flexplane_xstats *xs;
 	struct fp_ep_stats ps;
+	int err;
 
+	/* Too large for the stack with its stage histograms; the dump may
+	 * hold the qdisc's root lock.
+	 */
+	xs = kzalloc(sizeof(*xs), GFP_ATOMIC);
+	if (!xs)
+		return -ENOMEM;
+	xs->version = FLEXPLANE_XSTATS_VERSION;
 	spin_lock_bh(&q->lock);
-	st.state = fpq_state(q);
-	st.req_custom_len = q->req_custom_len;
-	st.verdict_custom_len = q->verdict_custom_len;
-	st.features = q->features;
-	st.session = c->session;
-	st.endpoint_id = c->endpoint_id;
-	st.apkt_bytes = q->apkt;
-	st.last_reject = q->last_reject;
-	st.window = c->state == FP_EP_ESTABLISHED ? c->win : 0;
-	st.flows_active = q->flows_active;
-	st.held = sch->q.qlen;
-	st.pending = q->slots ? fp_ep_pending(c) : 0;
-	st.c = q->stats;
+	xs->state = fpq_state(q);
+	xs->req_custom_len = q->req_custom_len;
+	xs->verdict_custom_len = q->verdict_custom_len;
+	xs->features = q->features;
+	xs->session = c->session;
+	xs->endpoint_id = c->endpoint_id;
+	xs->apkt_bytes = q->apkt;
+	xs->last_reject = q->last_reject;
+	xs->window = c->state == FP_EP_ESTABLISHED ? c->win : 0;
+	xs->flows_active = q->flows_active;
+	xs->held = sch->q.qlen;
+	xs->pending = q->slots ? fp_ep_pending(c) : 0;
+	xs->c = q->stats;
+	memcpy(xs->stages, q->stages, sizeof(xs->stages));
 	fpq_channel_stats(q, &ps);
 	spin_unlock_bh(&q->lock);
 	if (q->sock)
-		st.local_port = ntohs(inet_sk(q->sock->sk)->inet_sport);
+		xs->local_port = ntohs(inet_sk(q->sock->sk)->inet_sport);
 
-	st.c.rx_bad = ps.rx_bad;
-	st.c.rx_stale = ps.rx_stale;
-	st.c.verdict_dups = ps.verdict_dups;
-	st.c.verdict_gaps = ps.verdict_gaps;
-	st.c.verdict_mismatch = ps.verdict_mismatch;
-	st.c.mark_non_ect = ps.mark_non_ect;
-	st.c.hellos = ps.hellos_sent;
-	st.c.sessions = ps.sessions;
-	st.c.resets = ps.resets;
-	st.c.rejects = ps.rejects;
-	st.c.retransmits = ps.requests_resent;
-	st.c.timeouts = ps.timeouts;
-	st.c.naks = ps.naks;
-	st.c.probes = ps.probes;
-	st.c.acks = ps.acks_sent;
-	return gnet_stats_copy_app(d, &st, sizeof(st));
+	xs->c.rx_bad = ps.rx_bad;
+	xs->c.rx_stale = ps.rx_stale;
+	xs->c.verdict_dups = ps.verdict_dups;
+	xs->c.verdict_gaps = ps.verdict_gaps;
+	xs->c.verdict_mismatch = ps.verdict_mismatch;
+	xs->c.mark_non_ect = ps.mark_non_ect;
+	xs->c.hellos = ps.hellos_sent;
+	xs->c.sessions = ps.sessions;
+	xs->c.resets = ps.resets;
+	xs->c.rejects = ps.rejects;
+	xs->c.retransmits = ps.requests_resent;
+	xs->c.timeouts = ps.timeouts;
+	xs->c.naks = ps.naks;
+	xs->c.probes = ps.probes;
+	xs->c.acks = ps.acks_sent;
+	err = gnet_stats_copy_app(d, xs, sizeof(*xs));
+	kfree(xs);
+	return err;
 }
 
 static struct Qdisc_ops fpq_qdisc_ops __read_mostly = {

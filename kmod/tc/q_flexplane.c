@@ -55,6 +55,8 @@ int print_color_u64(enum output_type t, enum color_attr c, const char *key,
 void print_nl(void);
 void open_json_array(enum output_type type, const char *delim);
 void close_json_array(enum output_type type, const char *delim);
+void open_json_object(const char *str);
+void close_json_object(void);
 
 #define MAXLEN 1024	/* tc's request buffer is larger; this is what we use */
 
@@ -391,6 +393,88 @@ static const struct {
 	C(calls_enqueue), C(calls_dequeue), C(calls_rx), C(calls_tx),
 };
 
+/* ---- stages (uapi/flexplane.h: the histogram's layout) ---- */
+
+static const char *const stage_names[] = { "batch", "trip", "release" };
+
+static double bucket_low(unsigned int b)
+{
+	return b < 2 ? b : (double)((2ull + b % 2) << (b / 2 - 1));
+}
+
+static double bucket_high(unsigned int b)
+{
+	return b < 2 ? b + 1 : (double)((3ull + b % 2) << (b / 2 - 1));
+}
+
+/* The q-quantile: the middle of the bucket it falls in (within 20 % of
+ * any value in it), no more than the largest value seen.
+ */
+static double stage_quantile(const struct tc_flexplane_stage *s, double q)
+{
+	unsigned long long seen = 0, want = (unsigned long long)(q * s->count + 0.5);
+	unsigned int b;
+
+	if (!s->count)
+		return 0;
+	if (!want)
+		want = 1;
+	for (b = 0; b < FLEXPLANE_STAGE_BUCKETS; b++) {
+		seen += s->hist[b];
+		if (seen >= want) {
+			double mid = (bucket_low(b) + bucket_high(b)) / 2;
+
+			return mid < s->max_ns ? mid : s->max_ns;
+		}
+	}
+	return s->max_ns;
+}
+
+static void print_us(const char *key, const char *name, double ns)
+{
+	char fmt[64];
+
+	print_color_u64(PRINT_JSON, COLOR_NONE, key, NULL, (unsigned long long)(ns + 0.5));
+	snprintf(fmt, sizeof(fmt), " %s %.1fus", name, ns / 1000);
+	print_fp(fmt);
+}
+
+/* One line per stage; JSON adds the histogram's non-empty buckets as
+ * [low_ns, count] pairs, so a script can take differences between dumps.
+ */
+static void print_stages(const struct tc_flexplane_xstats *st)
+{
+	unsigned int i, b;
+
+	open_json_object("stages");
+	for (i = 0; i < __FLEXPLANE_STAGE_MAX; i++) {
+		const struct tc_flexplane_stage *s = &st->stages[i];
+		char fmt[64];
+
+		print_nl();
+		open_json_object(stage_names[i]);
+		snprintf(fmt, sizeof(fmt), " stage %s count %%llu", stage_names[i]);
+		print_color_u64(PRINT_ANY, COLOR_NONE, "count", fmt, s->count);
+		print_us("mean_ns", "mean", s->count ? (double)s->sum_ns / s->count : 0);
+		print_us("p50_ns", "p50", stage_quantile(s, 0.5));
+		print_us("p99_ns", "p99", stage_quantile(s, 0.99));
+		print_us("max_ns", "max", s->max_ns);
+		print_color_u64(PRINT_JSON, COLOR_NONE, "sum_ns", NULL, s->sum_ns);
+		open_json_array(PRINT_JSON, "hist");
+		for (b = 0; b < FLEXPLANE_STAGE_BUCKETS; b++) {
+			if (!s->hist[b])
+				continue;
+			open_json_array(PRINT_JSON, NULL);
+			print_color_u64(PRINT_JSON, COLOR_NONE, NULL, NULL, (unsigned long long)bucket_low(b));
+			print_color_uint(PRINT_JSON, COLOR_NONE, NULL, NULL, s->hist[b]);
+			close_json_array(PRINT_JSON, NULL);
+		}
+		close_json_array(PRINT_JSON, NULL);
+		close_json_object();
+	}
+	close_json_object();
+}
+
 static int flexplane_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xstats)
 {
 	struct tc_flexplane_xstats st;
@@ -430,6 +514,7 @@ static int flexplane_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr 
 		print_color_u64(PRINT_ANY, COLOR_NONE, counters[i].name, fmt,
 				*(__u64 *)((char *)&st.c + counters[i].off));
 	}
+	print_stages(&st);
 	return 0;
 }
 

@@ -152,7 +152,30 @@ struct tc_flexplane_counters {
 	__u64	calls_tx;
 };
 
-#define FLEXPLANE_XSTATS_VERSION 1
+/* Where a managed packet's hold goes (docs/kmod.md, "Stages"), per stage a
+ * histogram of durations in nanoseconds, two buckets per power of two:
+ * bucket b < 2 holds b ns, bucket b >= 2 holds [(2 + b % 2) << (b / 2 - 1),
+ * (3 + b % 2) << (b / 2 - 1)); the last, from 3.2 s, also holds everything
+ * longer. (Small enough that the statistics, which a dump carries twice,
+ * fit in the first netlink dump buffer.)
+ */
+enum {
+	FLEXPLANE_STAGE_BATCH,		/* request submitted -> first sent in a datagram */
+	FLEXPLANE_STAGE_TRIP,		/* first sent -> its verdict received */
+	FLEXPLANE_STAGE_RELEASE,	/* packet may leave -> dequeued by the device */
+	__FLEXPLANE_STAGE_MAX
+};
+
+#define FLEXPLANE_STAGE_BUCKETS	64
+
+struct tc_flexplane_stage {
+	__u64	count;
+	__u64	sum_ns;
+	__u64	max_ns;
+	__u32	hist[FLEXPLANE_STAGE_BUCKETS];
+};
+
+#define FLEXPLANE_XSTATS_VERSION 2
 
 struct tc_flexplane_xstats {
 	__u32	version;		/* FLEXPLANE_XSTATS_VERSION */
@@ -171,6 +194,7 @@ struct tc_flexplane_xstats {
 	__u32	pending;		/* abstract packets without a verdict */
 	__u32	pad;
 	struct tc_flexplane_counters c;
+	struct tc_flexplane_stage stages[__FLEXPLANE_STAGE_MAX];
 };
 
 #endif /* _UAPI_FLEXPLANE_H */

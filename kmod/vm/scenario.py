@@ -8,6 +8,7 @@ vm0 and vm1 send to vm2, so the bottleneck is port 2 of the emulated ToR
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections import Counter
@@ -185,3 +186,46 @@ def dmesg_problems(text: str) -> list[str]:
 
 
 __all__ = ["vm_ip", "vm_ip6"]
+
+
+STAGES = ("batch", "trip", "release")
+
+
+def stage_delta(before: dict, after: dict) -> dict:
+    """Each stage of the qdisc's hold (docs/kmod.md, "Stages") between two
+    xstats dumps: count, mean and, from the histograms' difference (the bucket
+    each value fell in, read at its middle), p50 and p99, in microseconds."""
+    out = {}
+    for name in STAGES:
+        a, b = before["stages"][name], after["stages"][name]
+        n = b["count"] - a["count"]
+        hist = dict((lo, c) for lo, c in b["hist"])
+        for lo, c in a["hist"]:
+            hist[lo] -= c
+        lows = sorted(lo for lo, c in hist.items() if c)
+
+        def quantile(q: float) -> float:
+            want, seen = max(1, round(q * n)), 0
+            for lo in lows:
+                seen += hist[lo]
+                if seen >= want:
+                    return bucket_middle(lo) / 1000
+            return 0.0
+        out[name] = {"count": n, "mean_us": (b["sum_ns"] - a["sum_ns"]) / n / 1000 if n else 0.0,
+                     "p50_us": quantile(0.5), "p99_us": quantile(0.99)}
+    return out
+
+
+def bucket_middle(lo: int) -> float:
+    """The middle of the stage histogram's bucket that starts at lo ns
+    (uapi/flexplane.h: two buckets per power of two)."""
+    if lo < 2:
+        return lo + 0.5
+    top = 1 << (lo.bit_length() - 1)          # the power of two at or below lo
+    width = top // 2                          # each half-octave bucket
+    return lo + width / 2
+
+
+def ping_rtts(text: str) -> list[float]:
+    """The round trips (ms) busybox ping printed, one per reply."""
+    return [float(m) for m in re.findall(r"time=([\d.]+) ms", text)]

@@ -6,6 +6,8 @@ with its own emulator run (configuration, outputs under build/kmod-vm/run).
 """
 from __future__ import annotations
 
+import re
+import statistics
 import subprocess
 import sys
 import time
@@ -14,8 +16,8 @@ from collections import Counter
 import pytest
 
 from scenario import (DCTCP_K, EMU_RTO_US, LARGE_CAP, SMALL_CAP, dmesg_problems, emu_config,
-                      iperf_result, iperf_start, match_emulator, mbps, bottleneck_occupancy, delta, qdisc,
-                      quiesce, set_tcp, snapshot, start_servers, summary)
+                      iperf_result, iperf_start, match_emulator, mbps, bottleneck_occupancy, delta, ping_rtts,
+                      qdisc, quiesce, set_tcp, snapshot, stage_delta, start_servers, summary)
 from vmlab import read_csv, vm_ip, vm_ip6
 
 EMU_ARGS = ["--rto-us", str(EMU_RTO_US)]
@@ -447,6 +449,72 @@ def test_in_guest_cycle_counters(lab, throughput):
                                      "per_segment": round(total / agg["segs_managed"]),
                                      "segments": agg["segs_managed"], "requests": agg["requests"]})
     assert len(per_call) == 4 and agg["segs_managed"] > 0
+
+
+# ------------------------------------ round trip: where a held ping's time goes ----
+
+PINGS = 40
+
+
+@pytest.fixture(scope="module")
+def round_trip(lab):
+    """Unloaded round trips vm0 -> vm2, plain and through the module (both
+    ends held), in the same boot; with the qdisc, each end's stage histograms
+    (docs/kmod.md, "Stages") over the measured pings, and the emulator's own
+    stages (--trace-stages) for vm0's requests."""
+    A, _, C = lab.guests
+    ping = f"ping -c {PINGS} -i 0.05 -W 10 {vm_ip(2)}"
+    for g in (A, C):
+        g.sh("tc qdisc del dev eth0 root 2>/dev/null; true")
+    A.sh(f"ping -c 3 -i 0.05 {vm_ip(2)}")  # ARP
+    plain = ping_rtts(A.sh(ping))
+    start_emulator(lab, "rtt", "{scheme: droptail, queue_manager: {capacity_pkts: 1000}}", ["--trace-stages"],
+                   rate_gbps=1, occupancy_us=0)
+    for g in (A, C):
+        qdisc(g, "add", f"hold {MANAGED_HOLD}")
+    A.sh(f"ping -c 5 -i 0.05 -W 30 {vm_ip(2)}")  # the sessions open
+    s0 = [A.xstats(), C.xstats()]
+    held = ping_rtts(A.sh(ping))
+    s1 = [A.xstats(), C.xstats()]
+    text = A.sh("tc -s qdisc show dev eth0")
+    lab.emulator.stop()
+    rows = [r for r in read_csv(lab.emulator.out / "stages.csv") if r["src"] == "0" and r["tx_ns"]]
+    rows = rows[-PINGS:]  # the measured pings' requests (the warm-up's come first)
+    emu = {"in_emulator": [(int(r["tx_ns"]) - int(r["rx_ns"])) / 1000 for r in rows],
+           "to_timeslot": [(int(r["arrival_due_ns"]) - int(r["rx_ns"])) / 1000 for r in rows],
+           "emulated": [(int(r["verdict_due_ns"]) - int(r["arrival_due_ns"])) / 1000 for r in rows]}
+    return dict(plain=plain, held=held, stages=[stage_delta(a, b) for a, b in zip(s0, s1)],
+                counters=[delta(a, b) for a, b in zip(s0, s1)], emu=emu, text=text)
+
+
+def test_round_trip_stages_account_for_the_hold(lab, round_trip):
+    plain, held, st = round_trip["plain"], round_trip["held"], round_trip["stages"]
+    emu = round_trip["emu"]
+    med = statistics.median
+    lab.results.put("round_trip_us", {
+        "plain_p50": round(1000 * med(plain), 1), "qdisc_p50": round(1000 * med(held), 1),
+        "added_p50": round(1000 * (med(held) - med(plain)), 1),
+        "stages_vm0": {k: {m: round(v, 1) for m, v in d.items()} for k, d in st[0].items()},
+        "stages_vm2": {k: {m: round(v, 1) for m, v in d.items()} for k, d in st[1].items()},
+        "emulator_vm0_p50": {k: round(med(v), 1) for k, v in emu.items()},
+        "tc_stage_lines_vm0": [ln.strip() for ln in round_trip["text"].splitlines() if " stage " in ln]})
+    assert len(plain) == PINGS and len(held) == PINGS, (len(plain), len(held))
+    for name in ("batch", "trip", "release"):  # tc's plain output has a line per stage
+        assert re.search(rf"stage {name} count \d+ mean [\d.]+us p50 [\d.]+us p99 [\d.]+us max [\d.]+us",
+                         round_trip["text"]), round_trip["text"]
+    for i, s in enumerate(st):
+        c = round_trip["counters"][i]
+        # one request and one verdict per echo (request at vm0, reply at vm2),
+        # each packet released once, all within the two dumps
+        assert s["batch"]["count"] == s["trip"]["count"] == c["verdicts"] == c["requests"] >= PINGS, (i, s, c)
+        assert s["release"]["count"] == c["released"] >= PINGS, (i, s, c)
+    # Both ends' holds are inside the round trip: their stages' means add up
+    # to less than its mean.
+    hold_us = sum(s[k]["mean_us"] for s in st for k in ("batch", "trip", "release"))
+    assert hold_us < 1000 * statistics.mean(held), (hold_us, statistics.mean(held))
+    # vm0's trip contains the emulator's time for its requests, and more.
+    assert len(emu["in_emulator"]) == PINGS
+    assert statistics.mean(emu["in_emulator"]) < st[0]["trip"]["mean_us"], (emu, st[0])
 
 
 # ---------------------------------------------------- teardown, kernel log ----
