@@ -186,6 +186,7 @@ struct fpq_sched_data {
 		u64	sent_ns;
 	}			*stamps;
 	u64			rx_now;
+	u64			resets_seen;	/* conn.stats.resets the stamps match */
 	struct tc_flexplane_stage stages[__FLEXPLANE_STAGE_MAX];
 };
 

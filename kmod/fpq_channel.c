@@ -60,6 +60,7 @@ static int fpq_conn_open(struct fpq_sched_data *q, u64 now, u32 first_rseq)
 	cfg.hello_rto_ns = 50 * NS_PER_MS;
 	cfg.hello_rto_max_ns = 500 * NS_PER_MS;
 	cfg.probe_ns = 10 * NS_PER_MS;
+	q->resets_seen = 0;
 	return fp_ep_conn_init(&q->conn, &cfg, q->slots, q->nslots, now);
 }
 
@@ -259,6 +260,18 @@ static void fpq_wake(struct fpq_sched_data *q)
 	}
 }
 
+/* The protocol restarted the session: it renumbered the requests without
+ * verdict, so the stamps no longer match their slots. They are forgotten;
+ * the requests sent again are timed from then on, without a batch stage.
+ */
+static void fpq_stamps_check(struct fpq_sched_data *q)
+{
+	if (q->conn.stats.resets == q->resets_seen)
+		return;
+	q->resets_seen = q->conn.stats.resets;
+	memset(q->stamps, 0, q->nslots * sizeof(*q->stamps));
+}
+
 /* Requests [from, tx.max) went out for the first time at now (stage
  * BATCH ends, TRIP begins). A session that restarted numbers them anew:
  * then the range is not one of ours and nothing is stamped.
@@ -298,6 +311,7 @@ static void fpq_tx_work(struct work_struct *work)
 			if (lens[n] <= 0)
 				break;
 		}
+		fpq_stamps_check(q);
 		fpq_stamp_sent(q, first_new, now);
 		more = n == FPQ_TX_BURST;
 		if (!more)
@@ -354,6 +368,7 @@ static int fpq_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	q->rx_now = now;
 	fp_ep_rx(&q->conn, skb->data + sizeof(struct udphdr),
 		 skb->len - sizeof(struct udphdr), now, fpq_on_verdict, q);
+	fpq_stamps_check(q);
 	if (q->conn.stats.verdicts != verdicts)
 		q->progress_ns = now;
 	fpq_watch(q, now);

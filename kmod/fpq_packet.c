@@ -518,7 +518,8 @@ static void fpq_stage_verdict(struct fpq_sched_data *q, const struct fp_request 
 
 	if (!st->sent_ns)
 		return;
-	fpq_stage_add(q, FLEXPLANE_STAGE_BATCH, st->sent_ns - st->submit_ns);
+	if (st->submit_ns)	/* 0: forgotten on a session restart */
+		fpq_stage_add(q, FLEXPLANE_STAGE_BATCH, st->sent_ns - st->submit_ns);
 	fpq_stage_add(q, FLEXPLANE_STAGE_TRIP, q->rx_now - st->sent_ns);
 	st->sent_ns = 0;
 }

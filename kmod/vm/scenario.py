@@ -229,3 +229,14 @@ def bucket_middle(lo: int) -> float:
 def ping_rtts(text: str) -> list[float]:
     """The round trips (ms) busybox ping printed, one per reply."""
     return [float(m) for m in re.findall(r"time=([\d.]+) ms", text)]
+
+
+def late_share(out: Path) -> dict:
+    """The emulator run's lateness (live_summary.yaml): late timeslots over
+    all, and the worst lag, so a figure measured while the engine fell
+    behind real time says so (issue 22, item 4)."""
+    text = (out / "live_summary.yaml").read_text()
+    end = int(re.search(r"^end_timeslot: (\d+)", text, re.M).group(1))
+    late = sum(int(x) for x in re.search(r"^late_timeslots: \[([\d, ]*)\]", text, re.M).group(1).split(",") if x.strip())
+    lag = max(float(x) for x in re.search(r"^max_lag_us: \[([-\d., e+]*)\]", text, re.M).group(1).split(","))
+    return {"late_pct": round(100 * late / max(end, 1), 2), "max_lag_us": round(lag, 1)}

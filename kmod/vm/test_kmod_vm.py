@@ -16,8 +16,8 @@ from collections import Counter
 import pytest
 
 from scenario import (DCTCP_K, EMU_RTO_US, LARGE_CAP, SMALL_CAP, dmesg_problems, emu_config,
-                      iperf_result, iperf_start, match_emulator, mbps, bottleneck_occupancy, delta, ping_rtts,
-                      qdisc, quiesce, set_tcp, snapshot, stage_delta, start_servers, summary)
+                      iperf_result, iperf_start, late_share, match_emulator, mbps, bottleneck_occupancy, delta,
+                      ping_rtts, qdisc, quiesce, set_tcp, snapshot, stage_delta, start_servers, summary)
 from vmlab import read_csv, vm_ip, vm_ip6
 
 EMU_ARGS = ["--rto-us", str(EMU_RTO_US)]
@@ -428,12 +428,13 @@ def throughput(lab):
                 cost.append(delta(s0, A.xstats()))
     A.sh("echo 0 > /sys/module/flexplane/parameters/cycle_stats")
     lab.emulator.stop()
-    return dict(runs=runs, cost=cost)
+    return dict(runs=runs, cost=cost, late=late_share(lab.emulator.out))
 
 
 def test_throughput_with_qdisc_on_and_off(lab, throughput):
     runs = throughput["runs"]
     lab.results.put("throughput_mbps_cpu", runs)
+    lab.results.put("throughput_emulator_lateness", throughput["late"])
     assert all(m > 0 for m, _ in runs["off"] + runs["on"])
 
 
@@ -478,13 +479,14 @@ def round_trip(lab):
     s1 = [A.xstats(), C.xstats()]
     text = A.sh("tc -s qdisc show dev eth0")
     lab.emulator.stop()
+    late = late_share(lab.emulator.out)
     rows = [r for r in read_csv(lab.emulator.out / "stages.csv") if r["src"] == "0" and r["tx_ns"]]
     rows = rows[-PINGS:]  # the measured pings' requests (the warm-up's come first)
     emu = {"in_emulator": [(int(r["tx_ns"]) - int(r["rx_ns"])) / 1000 for r in rows],
            "to_timeslot": [(int(r["arrival_due_ns"]) - int(r["rx_ns"])) / 1000 for r in rows],
            "emulated": [(int(r["verdict_due_ns"]) - int(r["arrival_due_ns"])) / 1000 for r in rows]}
     return dict(plain=plain, held=held, stages=[stage_delta(a, b) for a, b in zip(s0, s1)],
-                counters=[delta(a, b) for a, b in zip(s0, s1)], emu=emu, text=text)
+                counters=[delta(a, b) for a, b in zip(s0, s1)], emu=emu, text=text, late=late)
 
 
 def test_round_trip_stages_account_for_the_hold(lab, round_trip):
@@ -497,7 +499,8 @@ def test_round_trip_stages_account_for_the_hold(lab, round_trip):
         "stages_vm0": {k: {m: round(v, 1) for m, v in d.items()} for k, d in st[0].items()},
         "stages_vm2": {k: {m: round(v, 1) for m, v in d.items()} for k, d in st[1].items()},
         "emulator_vm0_p50": {k: round(med(v), 1) for k, v in emu.items()},
-        "tc_stage_lines_vm0": [ln.strip() for ln in round_trip["text"].splitlines() if " stage " in ln]})
+        "tc_stage_lines_vm0": [ln.strip() for ln in round_trip["text"].splitlines() if " stage " in ln],
+        "emulator_lateness": round_trip["late"]})
     assert len(plain) == PINGS and len(held) == PINGS, (len(plain), len(held))
     for name in ("batch", "trip", "release"):  # tc's plain output has a line per stage
         assert re.search(rf"stage {name} count \d+ mean [\d.]+us p50 [\d.]+us p99 [\d.]+us max [\d.]+us",
