@@ -29,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "api/pfc.h"
 #include "api/router.h"
 #include "emulator/engine/core_launcher.h"
 #include "emulator/engine/event_log.h"
@@ -91,6 +92,10 @@ struct RouterResults {
   std::string cells;
   std::vector<uint32_t> cell_at;  // each queue's offset in `cells`
   RouterLosses losses;
+  // PFC (api/pfc.h), if the router has it: per port and priority, at the
+  // end of the run.
+  uint16_t pfc_priorities = 0;  // 0: no PFC
+  std::vector<PfcCounters> pfc;
 };
 
 // What the results carry per queue.
@@ -220,6 +225,10 @@ class Engine {
   uint16_t num_ports(uint32_t i) const;
   const RouterLosses& router_losses(uint32_t i) const;
   std::vector<StatDesc> stat_descs(uint32_t i) const;
+  // PFC: its priorities (0: the router has no PFC), and a port's counters
+  // for one priority at the end of the run (now()).
+  uint16_t pfc_priorities(uint32_t i) const;
+  PfcCounters pfc_counters(uint32_t i, PortId p, QueueId q) const;
   // Runs across processes: this process's share of the results (its
   // routers' counters, backlogs, losses and occupancy; its cores' events and
   // scheme statistics), and, on the process that writes the outputs, every

@@ -80,10 +80,6 @@ void Engine::build(Traffic& traffic) {
     if (part->ranks() * part->cores_per_rank() != options_.cores)
       throw ConfigError("engine: " + std::to_string(options_.cores) + " cores for " + std::to_string(part->ranks()) +
                         " ranks of " + std::to_string(part->cores_per_rank()));
-    for (uint32_t r = 0; r < nr; ++r)
-      if (routers_[r]->pauses())
-        throw ConfigError("engine: router " + topology_.routers[r].name +
-                          " has PFC, which runs across processes (MPI ranks) do not support yet: run it as one process");
     if (options_.clock != Clock::kVirtual) throw ConfigError("engine: runs across processes are virtual time only");
   }
 

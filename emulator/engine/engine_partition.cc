@@ -87,9 +87,19 @@ const RouterLosses& Engine::router_losses(uint32_t i) const {
   if (const RouterResults* r = remote(i)) return r->losses;
   return routers_[i]->losses();
 }
+uint16_t Engine::pfc_priorities(uint32_t i) const {
+  if (const RouterResults* r = remote(i)) return r->pfc_priorities;
+  const PfcState* pfc = runs_router(i) ? routers_[i]->pfc() : nullptr;
+  return pfc ? pfc->priorities() : 0;
+}
+PfcCounters Engine::pfc_counters(uint32_t i, PortId p, QueueId q) const {
+  if (const RouterResults* r = remote(i)) return r->pfc.at(size_t{p} * r->pfc_priorities + q);
+  const PfcState* pfc = runs_router(i) ? routers_[i]->pfc() : nullptr;
+  return pfc ? pfc->counters(p, q, now()) : PfcCounters{};
+}
 
 // Layout: per local router (id, ports, queues, each queue's QueueCell as
-// serial::put_words, losses, scheme-statistic descriptions,
+// serial::put_words, losses, scheme-statistic descriptions, PFC counters,
 // link losses, occupancy trace), then per local core (events, scheme stats).
 void Engine::pack_results(std::string& out) const {
   if (!options_.partition) throw std::logic_error("engine: pack_results needs a partition");
@@ -117,6 +127,10 @@ void Engine::pack_results(std::string& out) const {
     const std::vector<StatDesc> stats = routers_[i]->stat_descs();
     w.put(static_cast<uint32_t>(stats.size()));
     for (const StatDesc& d : stats) w.str(d.name), w.str(d.doc), w.put(d.scope);
+    const uint16_t prios = pfc_priorities(i);
+    w.put(prios);
+    for (PortId p = 0; prios && p < b.num_ports(); ++p)
+      for (QueueId q = 0; q < prios; ++q) w.put(pfc_counters(i, p, q));
     const RouterNode& node = *router_nodes_[i];
     w.put(node.link_losses);
     const OccupancyTrace& o = node.occupancy;
@@ -170,6 +184,9 @@ void Engine::unpack_results(const char* data, size_t size) {
       d.doc = r.str();
       d.scope = r.get<StatDesc::Scope>();
     }
+    res->pfc_priorities = r.get<uint16_t>();
+    res->pfc.resize(size_t{ports} * res->pfc_priorities);
+    for (PfcCounters& c : res->pfc) c = r.get<PfcCounters>();
     RouterNode& node = *router_nodes_[i];
     node.link_losses = r.get<RouterLosses>();
     OccupancyTrace& o = node.occupancy;

@@ -412,14 +412,13 @@ void write_scheme_stats_csv(const std::string& path, double timeslot_ns, const E
 
 PfcTotals pfc_totals(const Engine& engine) {
   PfcTotals t;
-  const Timeslot end = engine.now();
   for (uint32_t i = 0; i < engine.num_routers(); ++i) {
-    const PfcState* pfc = engine.router(i).pfc();
-    if (!pfc) continue;
+    const uint16_t prios = engine.pfc_priorities(i);
+    if (!prios) continue;
     ++t.routers;
-    for (PortId p = 0; p < pfc->num_ports(); ++p)
-      for (QueueId q = 0; q < pfc->priorities(); ++q) {
-        const PfcCounters c = pfc->counters(p, q, end);
+    for (PortId p = 0; p < engine.num_ports(i); ++p)
+      for (QueueId q = 0; q < prios; ++q) {
+        const PfcCounters c = engine.pfc_counters(i, p, q);
         t.pauses_sent += c.pauses_sent;
         t.paused_sent_ts += c.paused_sent_ts;
         t.headroom_overruns += c.headroom_overruns;
@@ -432,7 +431,6 @@ PfcTotals pfc_totals(const Engine& engine) {
 void write_pfc_csv(const std::string& path, double timeslot_ns, const Engine& engine) {
   File out(path);
   const double ts_us = timeslot_ns / 1000.0;
-  const Timeslot end = engine.now();
   std::fprintf(out.f,
                "router,port,priority,neighbour,pauses_sent,resumes_sent,paused_sent_us,pauses_received,paused_us,"
                "max_ingress_pkts,headroom_overruns\n");
@@ -447,13 +445,11 @@ void write_pfc_csv(const std::string& path, double timeslot_ns, const Engine& en
   for (uint32_t e = 0; e < topo.num_endpoints; ++e)
     neighbour[topo.endpoint_port[e].router][topo.endpoint_port[e].port] = "host" + std::to_string(e);
   for (uint32_t i = 0; i < engine.num_routers(); ++i) {
-    const Router& r = engine.router(i);
-    const PfcState* pfc = r.pfc();
-    const QueueBank& b = r.bank();
-    for (PortId p = 0; p < b.num_ports(); ++p)
-      for (QueueId q = 0; q < b.queues_per_port() && q < QueueBank::kPfcPriorities; ++q) {
+    const uint16_t prios = engine.pfc_priorities(i);
+    for (PortId p = 0; p < engine.num_ports(i); ++p)
+      for (QueueId q = 0; q < engine.queues_per_port(i) && q < QueueBank::kPfcPriorities; ++q) {
         PfcCounters c;
-        if (pfc) c = pfc->counters(p, q, end);
+        if (q < prios) c = engine.pfc_counters(i, p, q);
         if (!c.pauses_sent && !c.pauses_received && !c.max_ingress_pkts) continue;  // only ports PFC touched
         std::fprintf(out.f, "%s,%u,%u,%s,%llu,%llu,%.4f,%llu,%.4f,%u,%llu\n", topo.routers[i].name.c_str(), p, q,
                      neighbour[i][p].c_str(), (unsigned long long)c.pauses_sent, (unsigned long long)c.resumes_sent,

@@ -27,6 +27,7 @@ enum Record : uint8_t {
   kCoreMarks = 3,  // u32 core, next, finished, u32 n, n promises (by core)
   kDonePost = 4,   // u32 core, u8 slot, tag, busy, in_transit
   kDone = 5,       // the sender's cores have finished; nothing follows from it
+  kLinkCtrl = 6,   // u32 link, arrival, u8 paused (a PFC frame on its control lane)
 };
 
 void check(int rc, const char* what) {
@@ -232,10 +233,15 @@ bool MpiPartition::send_round(bool final_round) {
     if (rank_of_core_[c] != rank_ || sent.empty()) continue;
     for (Timeslot& t = core_shipped_[c]; t < snap[c].next; ++t)
       for (uint32_t i : sent[t & (sent.size() - 1)]) {
+        // What went on the link at t: a packet, a pause frame, or both
+        // (then the link is logged twice and shipped twice, alike).
         const Link::View v = view_->links[i].link->view();
         const Timeslot a = t + v.latency;
         serial::Writer w(out_[rank_of_core_[view_->links[i].to_core]]);
-        w.put(kLinkSlot), w.put(i), w.put(a), w.put(v.slots[a & v.mask].pkt);
+        const Link::Slot& slot = v.slots[a & v.mask];
+        if (slot.holds(a)) w.put(kLinkSlot), w.put(i), w.put(a), w.put(slot.pkt);
+        uint8_t paused;
+        if (v.ctrl && v.take_ctrl(a, paused)) w.put(kLinkCtrl), w.put(i), w.put(a), w.put(paused);
       }
   }
   for (uint32_t i : ship_data_) add_item(out_, i);
@@ -289,6 +295,15 @@ void MpiPartition::apply(const char* data, size_t n, int from) {
         Link::Slot& s = v.slots[a & v.mask];
         s.pkt = r.get<Packet>();
         s.set(a);
+        break;
+      }
+      case kLinkCtrl: {
+        const uint32_t i = r.get<uint32_t>();
+        if (i >= view_->links.size()) throw std::runtime_error("MPI: link out of range");
+        const Link::View v = view_->links[i].link->view();
+        if (!v.ctrl) throw std::runtime_error("MPI: a pause frame for a link without a control lane");
+        const Timeslot a = r.get<Timeslot>();
+        v.put_ctrl(a - v.latency, r.get<uint8_t>());
         break;
       }
       case kItem: {
