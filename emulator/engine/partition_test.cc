@@ -74,3 +74,42 @@ TEST_CASE("across processes, a router another process runs is not bound here; it
     }
   }
 }
+
+TEST_CASE("across processes, a PFC router's priorities and counters arrive with its results", "[engine][partition][pfc]") {
+  const Topology t = make_leaf_spine(4, 4, 2, 1, 1);
+  const FlowList flows = test::random_flows(t.num_endpoints, 20, 100, 7);
+  auto pfc_routers = [&] {
+    std::vector<std::unique_ptr<Router>> out;
+    for (size_t i = 0; i < t.routers.size(); ++i) {
+      RouterSpec spec;
+      spec.where = "test";
+      spec.scheme = "droptail";
+      spec.pfc = true;
+      out.push_back(build_router(spec));
+    }
+    return out;
+  };
+  StubPartition p0(0, 2), p1(1, 2);
+  FlowTraffic traffic0(flows, t.num_endpoints, EndpointStamping{}), traffic1(flows, t.num_endpoints, EndpointStamping{});
+  EngineOptions opt;
+  opt.cores = 2;
+  opt.partition = &p0;
+  Engine e0(t, pfc_routers(), traffic0, opt);
+  opt.partition = &p1;
+  Engine e1(t, pfc_routers(), traffic1, opt);
+  for (uint32_t r = 0; r < t.routers.size(); ++r)  // before the results: only its own routers
+    REQUIRE(e0.pfc_priorities(r) == (e0.runs_router(r) ? 1 : 0));
+  std::string from1;
+  e1.pack_results(from1);
+  e0.unpack_results(from1);
+  for (uint32_t r = 0; r < t.routers.size(); ++r) {
+    INFO("router " << t.routers[r].name);
+    REQUIRE(e0.pfc_priorities(r) == 1);
+    const Engine& mine = e0.runs_router(r) ? e0 : e1;
+    for (PortId p = 0; p < t.routers[r].num_ports; ++p) {
+      const PfcCounters got = e0.pfc_counters(r, p, 0), want = mine.pfc_counters(r, p, 0);
+      REQUIRE(got.pauses_sent == want.pauses_sent);
+      REQUIRE(got.max_ingress_pkts == want.max_ingress_pkts);
+    }
+  }
+}
