@@ -4,9 +4,11 @@
  * statistics, and the channel to the emulator.
  *
  * sch_flexplane.c	qdisc operations: enqueue, dequeue, options, dumps
- * fpq_packet.c		the endpoint API: classify a packet, cut it into
- *			abstract packets (prepare_request), apply verdicts
- *			(prepare_to_send) and release it
+ * fpq_classify.c	which packets are managed, and their flow, destination
+ *			and segment layout
+ * fpq_packet.c		the endpoint API: cut a packet into abstract packets
+ *			(prepare_request), apply verdicts (prepare_to_send)
+ *			and release it
  * fpq_channel.c	the kernel UDP socket, timer and work item that run
  *			the wire protocol (proto/fp_endpoint_conn) and the
  *			fallback when the emulator is unreachable
@@ -219,9 +221,12 @@ static inline u64 fpq_cycles(void)
 	return fpq_cycle_stats ? get_cycles() : 0;
 }
 
-/* fpq_packet.c */
+/* fpq_classify.c */
 int fpq_classify(const struct fpq_sched_data *q, struct sk_buff *skb,
 		 struct fpq_pkt *pi);
+int fpq_layout(struct sk_buff *skb, struct fpq_pkt *pi);
+
+/* fpq_packet.c */
 int fpq_admit(struct fpq_sched_data *q, struct sk_buff *skb,
 	      const struct fpq_pkt *pi, u64 now);
 void fpq_admit_unmanaged(struct fpq_sched_data *q, struct sk_buff *skb,
