@@ -34,13 +34,51 @@ TEST_CASE("a bank touched lightly commits only the pages its queues reach", "[qu
     for (uint32_t i = 0; i < 4; ++i) REQUIRE(b.push(port, 0, pkt(port, i)));
   }
   for (Timeslot t = 0; t < 4 * QueueBank::kReviewTimeslots; ++t) b.set_now(t);  // reviews: stays small
-  // 8 short queues: one 4 KiB page each, at most two where a ring straddles pages.
-  REQUIRE(b.resident_bytes() >= 8 * 4096);
-  REQUIRE(b.resident_bytes() <= 16 * 4096);
+  // 8 short queues: their small rings (16 packets, 512 bytes each) share one 4 KiB page.
+  REQUIRE(b.resident_bytes() == 4096);
   REQUIRE_FALSE(b.on_huge_pages());
   for (PortId port = 0; port < 8; ++port) {
     for (uint32_t i = 0; i < 4; ++i) REQUIRE(b.pop(port, 0).seq == i);
   }
+}
+
+TEST_CASE("a queue outgrows its small ring into its own, in order throughout", "[queue_bank][memory]") {
+  QueueBank b(4, 1, 1024);
+  uint32_t next_in = 0, next_out = 0;
+  size_t grown = 0;
+  // Wrap around the small ring (never more than 10 held), then grow past it
+  // (310 held), drain, and do it again, now in its own ring: the packets
+  // leave in order, and the second time the queue reuses the same pages
+  // (an empty queue starts again at its ring's start).
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 50; ++i) {
+      REQUIRE(b.push(1, 0, pkt(1, next_in++)));
+      if (b.packets(1, 0) > 10) REQUIRE(b.pop(1, 0).seq == next_out++);
+    }
+    if (round == 0) REQUIRE(b.resident_bytes() == 4096);  // only the small rings' page
+    for (int i = 0; i < 300; ++i) REQUIRE(b.push(1, 0, pkt(1, next_in++)));
+    REQUIRE(b.packets(1, 0) == 310);
+    REQUIRE(b.peek(1, 0, 0).seq == next_out);
+    REQUIRE(b.peek(1, 0, 309).seq == next_in - 1);
+    if (round == 0) {
+      grown = b.resident_bytes();
+      REQUIRE(grown > 4096);  // its own ring now: 310 packets, 10 KB from a page's start
+      REQUIRE(grown <= 5 * 4096);
+    } else {
+      REQUIRE(b.resident_bytes() == grown);
+    }
+    REQUIRE(b.pop_at(1, 0, 5).seq == next_out + 5);  // from the middle
+    for (uint32_t k = 0; k < 309; ++k) {
+      const uint32_t want = next_out + (k < 5 ? k : k + 1);
+      REQUIRE(b.pop(1, 0).seq == want);
+    }
+    next_out = next_in;
+    REQUIRE(b.empty(1, 0));
+  }
+  // A queue near the capacity of its small ring: 16 held, the 17th moves them.
+  for (uint32_t i = 0; i < 17; ++i) REQUIRE(b.push(2, 0, pkt(2, i)));
+  REQUIRE(b.remove_at(2, 0, 16).seq == 16);
+  for (uint32_t i = 0; i < 16; ++i) REQUIRE(b.pop(2, 0).seq == i);
 }
 
 TEST_CASE("a big, busy bank moves to huge pages at a review and keeps its packets", "[queue_bank][memory]") {
