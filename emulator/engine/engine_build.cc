@@ -113,22 +113,37 @@ void Engine::build(Traffic& traffic) {
     const bool touched_here = !part || part->runs_core(from_core) || part->runs_core(to_core);
     return from_core != to_core && touched_here;
   };
-  size_t big = 0;
+  // The same-core wheels (latency + 1 slots, each padded to whole cache
+  // lines) lie in the same mapping, after the cross-core ones: a k = 64 fat
+  // tree on one core has 262,144 of them, which a sparse run mostly never
+  // writes.
+  auto untouched = [&](uint32_t from_core, uint32_t to_core) {
+    return part && !part->runs_core(from_core) && !part->runs_core(to_core);
+  };
+  auto small_wheel_bytes = [&](uint32_t latency) {
+    return (next_pow2(latency + 1) * sizeof(Link::Slot) + kCacheLine - 1) / kCacheLine * kCacheLine;
+  };
+  size_t big = 0, small_bytes = 0;
   for (const auto& rl : topology_.router_links) {
     const uint32_t ca = router_core_[rl.a.router], cb = router_core_[rl.b.router];
     big += big_wheel(ca, cb) + big_wheel(cb, ca);
+    for (auto [f, t] : {std::pair{ca, cb}, std::pair{cb, ca}})
+      if (!big_wheel(f, t) && !untouched(f, t)) small_bytes += small_wheel_bytes(rl.latency_timeslots);
   }
-  wheels_ = std::make_unique<WheelArena>(big * window_ * sizeof(Link::Slot));
+  const size_t big_bytes = (big * window_ * sizeof(Link::Slot) + kCacheLine - 1) / kCacheLine * kCacheLine;
+  wheels_ = std::make_unique<WheelArena>(big_bytes + small_bytes);
   Link::Slot* next_wheel = static_cast<Link::Slot*>(wheels_->data());
+  char* next_small = static_cast<char*>(wheels_->data()) + big_bytes;
   auto new_link = [&](uint32_t latency, uint32_t from_core, uint32_t to_core) {
     links_.push_back(std::make_unique<Link>());
     if (big_wheel(from_core, to_core)) {
       links_.back()->init(latency, window_, next_wheel);
       next_wheel += window_;
-    } else if (part && !part->runs_core(from_core) && !part->runs_core(to_core)) {
+    } else if (untouched(from_core, to_core)) {
       links_.back()->init_untouched(latency);  // between routers other processes run: no wheel here
     } else {
-      links_.back()->init(latency, next_pow2(latency + 1));
+      links_.back()->init(latency, next_pow2(latency + 1), reinterpret_cast<Link::Slot*>(next_small));
+      next_small += small_wheel_bytes(latency);
     }
     return links_.back().get();
   };

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "api/cache_aligned.h"
@@ -85,7 +87,7 @@ class alignas(kCacheLine) Link {
   void init_untouched(uint32_t latency) {
     latency_ = latency;
     mask_ = 0;
-    own_.clear();
+    own_.reset();
     slots_ = nullptr;
   }
   // `storage` (optional): window_pow2 zeroed slots, cache-line aligned, that
@@ -94,11 +96,11 @@ class alignas(kCacheLine) Link {
     latency_ = latency;
     mask_ = window_pow2 - 1;
     if (storage) {
-      own_.clear();
+      own_.reset();
       slots_ = storage;
     } else {
-      own_.assign(window_pow2, Slot{});
-      slots_ = own_.data();
+      own_.reset(new (std::align_val_t{kCacheLine}) Slot[window_pow2]());
+      slots_ = own_.get();
     }
   }
 
@@ -124,14 +126,20 @@ class alignas(kCacheLine) Link {
   uint32_t latency() const { return latency_; }
 
  private:
-  // The slot array is cache-line aligned and padded (cache_vector, or the
-  // storage given to init()), so links owned by different cores never share
-  // a line.
+  // The slot array is cache-line aligned and padded (own_, or the storage
+  // given to init()), so links owned by different cores never share a line.
+  // A Link is one cache line: the engine holds one per direction of every
+  // router link (262,144 at k = 64), and their wheels apart (Engine:
+  // WheelArena).
+  struct AlignedDelete {
+    void operator()(Slot* p) const { ::operator delete[](p, std::align_val_t{kCacheLine}); }
+  };
   Slot* slots_ = nullptr;  // own_, or storage given to init()
-  cache_vector<Slot> own_;
+  std::unique_ptr<Slot[], AlignedDelete> own_;
   cache_vector<CtrlSlot> ctrl_;  // empty: no control lane
   uint64_t mask_ = 0;
   uint32_t latency_ = 1;
 };
+static_assert(sizeof(Link) == kCacheLine, "a Link is one cache line");
 
 }  // namespace flexplane
