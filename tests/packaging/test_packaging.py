@@ -133,7 +133,8 @@ def test_backports_iproute2_loads_the_plugin(debs, netns, tmp_path):
     run(["sh", "-c", f"dpkg-deb --fsys-tarfile {debs['tc']} | tar -x -C {tmp_path}"])
     plugin_dir = tmp_path / str(PLUGIN_DIR).lstrip("/")
     p = run([CHECK, "--tc", tc, "--plugin", plugin_dir / "q_flexplane.so"])
-    assert "is iproute2 6.15" in p.stdout and "12 helpers exported" in p.stdout, p.stdout
+    # 14: the netlink and print helpers q_flexplane.c declares (open/close_json_object since the stage lines)
+    assert "is iproute2 6.15" in p.stdout and "14 helpers exported" in p.stdout, p.stdout
     env = dict(os.environ, TC_LIB_DIR=str(plugin_dir))
     p = run(["ip", "netns", "exec", netns, tc, "qdisc", "add", "dev", "lo", "root", "flexplane", "help"],
             check=False, env=env)
