@@ -66,6 +66,7 @@ class Reader {
   void vec(std::vector<T>& v) {
     const uint64_t n = get<uint64_t>();
     if (n > static_cast<uint64_t>(end_ - p_) / sizeof(T)) throw std::runtime_error("serial: vector overruns its message");
+    if (n == 0) return;  // (an empty vector's data() may be null: no memcpy to it)
     const size_t at = v.size();
     v.resize(at + n);
     take(v.data() + at, n * sizeof(T));
