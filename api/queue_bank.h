@@ -523,7 +523,7 @@ class alignas(kCacheLine) QueueBank {
   // The small rings: kSmallRing packets per queue, side by side, on 4 KiB
   // pages committed as queues reach them (a queue's own ring starts a page of
   // its own, so a bank whose queues each held a packet once cost a page per
-  // queue: k = 64's 39,000 such queues were 154 MB). Only in banks that keep
+  // queue: at k = 64 the bank mappings held 154 MB, ~39,000 pages). Only in banks that keep
   // no enqueue times or ingress ports (those rings would have to move too).
   static constexpr uint32_t kSmallRing = 16;
   struct SmallRings {

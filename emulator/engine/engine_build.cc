@@ -120,9 +120,8 @@ void Engine::build(Traffic& traffic) {
   auto untouched = [&](uint32_t from_core, uint32_t to_core) {
     return part && !part->runs_core(from_core) && !part->runs_core(to_core);
   };
-  auto small_wheel_bytes = [&](uint32_t latency) {
-    return (next_pow2(latency + 1) * sizeof(Link::Slot) + kCacheLine - 1) / kCacheLine * kCacheLine;
-  };
+  auto whole_lines = [](size_t bytes) { return (bytes + kCacheLine - 1) / kCacheLine * kCacheLine; };
+  auto small_wheel_bytes = [&](uint32_t latency) { return whole_lines(next_pow2(latency + 1) * sizeof(Link::Slot)); };
   size_t big = 0, small_bytes = 0;
   for (const auto& rl : topology_.router_links) {
     const uint32_t ca = router_core_[rl.a.router], cb = router_core_[rl.b.router];
@@ -130,7 +129,7 @@ void Engine::build(Traffic& traffic) {
     for (auto [f, t] : {std::pair{ca, cb}, std::pair{cb, ca}})
       if (!big_wheel(f, t) && !untouched(f, t)) small_bytes += small_wheel_bytes(rl.latency_timeslots);
   }
-  const size_t big_bytes = (big * window_ * sizeof(Link::Slot) + kCacheLine - 1) / kCacheLine * kCacheLine;
+  const size_t big_bytes = whole_lines(big * window_ * sizeof(Link::Slot));
   wheels_ = std::make_unique<WheelArena>(big_bytes + small_bytes);
   Link::Slot* next_wheel = static_cast<Link::Slot*>(wheels_->data());
   char* next_small = static_cast<char*>(wheels_->data()) + big_bytes;
